@@ -1,0 +1,120 @@
+// Weight-format front door: sizes, packing and row unpacking switch on the
+// weight type and forward to formats_q8.cpp / formats_float.cpp.
+#include "kernels/formats_internal.hpp"
+
+namespace staticlm::kernels {
+
+size_t packed_bytes(WeightType type, int n, int k) {
+    return type == WeightType::q8 ? detail::q8_packed_bytes(n, k)
+                                  : detail::float_packed_bytes(type, n, k);
+}
+
+int padded_k(WeightType type, int k) {
+    switch (type) {
+        case WeightType::q8: return (k + kQ8Group - 1) / kQ8Group * kQ8Group;
+        case WeightType::bf16: return (k + 1) / 2 * 2;
+        default: return k;
+    }
+}
+
+void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
+                  std::byte* dst) {
+    if (type == WeightType::q8)
+        detail::q8_pack(src_type, src, n, k, n0, n1, dst);
+    else
+        detail::float_pack(type, src_type, src, n, k, n0, n1, dst);
+}
+
+void unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
+    if (w.type == WeightType::q8)
+        detail::q8_unpack_row(w, row, scale, out);
+    else
+        detail::float_unpack_row(w, row, scale, out);
+}
+
+size_t matmul_scratch_bytes(WeightType type, int m, int k) {
+    return type == WeightType::q8 ? detail::q8_scratch_bytes(m, k) : 0;
+}
+
+namespace detail {
+
+float load_src(SrcType src_type, const void* src, size_t i) {
+    switch (src_type) {
+        case SrcType::f32: return static_cast<const float*>(src)[i];
+        case SrcType::f16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+        case SrcType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    }
+    return 0.0f;
+}
+
+}  // namespace detail
+}  // namespace staticlm::kernels
+
+namespace staticlm::kernels {
+
+// IEEE half <-> float, round to nearest even, with subnormals, inf and NaN.
+float f16_to_f32(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    } else if (mant == 0) {
+        bits = sign;
+    } else {  // subnormal: normalize
+        exp = 113;
+        while (!(mant & 0x400)) {
+            mant <<= 1;
+            --exp;
+        }
+        bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    __builtin_memcpy(&x, &f, 4);
+    const uint16_t sign = uint16_t((x >> 16) & 0x8000);
+    const uint32_t abs = x & 0x7fffffffu;
+    if (abs >= 0x7f800000u)  // inf or NaN (keep NaN quiet)
+        return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);
+    if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65536: inf
+    if (abs < 0x38800000u) {                        // below the smallest normal half
+        if (abs < 0x33000000u) return sign;         // < 2^-25 rounds to 0
+        const uint32_t e = abs >> 23;
+        const uint32_t mant = (abs & 0x7fffff) | 0x800000;
+        const uint32_t shift = 126 - e;  // 14 + (113 - e) - ... maps to subnormal units
+        uint32_t v = mant >> shift;
+        const uint32_t rem = mant & ((1u << shift) - 1);
+        const uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (v & 1))) ++v;
+        return sign | uint16_t(v);
+    }
+    uint32_t v = ((abs >> 13) - (112u << 10));
+    const uint32_t rem = abs & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (v & 1))) ++v;
+    return sign | uint16_t(v);
+}
+
+float bf16_to_f32(uint16_t h) {
+    const uint32_t bits = uint32_t(h) << 16;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    __builtin_memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+    x += 0x7fff + ((x >> 16) & 1);
+    return uint16_t(x >> 16);
+}
+
+}  // namespace staticlm::kernels

@@ -1,0 +1,24 @@
+// Per-format packing entry points behind kernels::pack_weights/unpack_row
+// (formats.cpp switches on the weight type). Not part of the kernel API.
+#pragma once
+
+#include "kernels/kernels.hpp"
+
+namespace staticlm::kernels::detail {
+
+// formats_q8.cpp
+size_t q8_packed_bytes(int n, int k);
+void q8_pack(SrcType src_type, const void* src, int n, int k, int n0, int n1, std::byte* dst);
+void q8_unpack_row(const PackedMatrix& w, int row, float scale, float* out);
+size_t q8_scratch_bytes(int m, int k);
+
+// formats_float.cpp (f32, f16, bf16 panels)
+size_t float_packed_bytes(WeightType type, int n, int k);
+void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
+                std::byte* dst);
+void float_unpack_row(const PackedMatrix& w, int row, float scale, float* out);
+
+// Reads element i of a source row as float.
+float load_src(SrcType src_type, const void* src, size_t i);
+
+}  // namespace staticlm::kernels::detail

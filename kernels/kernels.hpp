@@ -1,0 +1,216 @@
+// The kernel API: number formats, packed weight layouts, and the per-target
+// function table chosen once at start-up. Everything above kernels/ calls these
+// wrappers; hot loops never dispatch (one indirect call per matmul/attention).
+// Scalar references with the same signatures live in kernels/ref.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace staticlm {
+
+enum class WeightType : uint8_t { f32, f16, bf16, q8 };
+enum class KvType : uint8_t { f16, f32 };
+enum class SrcType : uint8_t { f32, f16, bf16 };  // element type of a source tensor
+
+const char* weight_type_name(WeightType type);
+const char* kv_type_name(KvType type);
+
+}  // namespace staticlm
+
+namespace staticlm::kernels {
+
+// ---------------------------------------------------------------------------
+// Targets and dispatch
+// ---------------------------------------------------------------------------
+
+// Ordered from least to most capable.
+enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512 };
+
+struct CpuFeatures {
+    bool avx2_fma_f16c = false;
+    bool avx_vnni = false;
+    bool avx512 = false;  // F, BW, VL, DQ, VNNI (+ FMA, F16C)
+    bool avx512_bf16 = false;
+};
+
+CpuFeatures cpu_features();
+const char* target_name(Target target);
+bool target_supported(Target target);     // compiled in and runnable on this CPU
+std::span<const Target> compiled_targets();
+Target best_target();                     // the one the default table uses
+
+// ---------------------------------------------------------------------------
+// Formats
+// ---------------------------------------------------------------------------
+
+// q8: symmetric int8, one fp32 scale per group of kQ8Group consecutive elements
+// along K of a row. scale = max|x| / 127, q = round-half-away(x / scale),
+// clamped to [-127, 127]; an all-zero group has scale 0 and q = 0. K is padded
+// with zeros to a multiple of kQ8Group.
+constexpr int kQ8Group = 32;
+
+// Panels: weights [n][k] are repacked at load into panels of kPanelRows output
+// rows so that one vector load serves 16 rows. N is padded with zero rows to a
+// multiple of kPanelRows. The layouts are the same for every target, so a
+// model packed once runs on any target (and tests can compare targets on
+// identical data).
+constexpr int kPanelRows = 16;
+
+// A packed weight matrix y = x · Wᵀ with W [n][k]. Memory is owned by the
+// caller (an arena), 64-byte aligned, packed_bytes() long.
+//
+// Layouts (all panels of 16 rows, panel p holds rows 16p .. 16p+15):
+//  f32 : [n_panels][k][16] float
+//  f16 : [n_panels][k][16] uint16 (IEEE half)
+//  bf16: [n_panels][k_pad2/2][16][2] uint16 (bf16 pairs along k, for vdpbf16ps;
+//        k padded to even with zeros)
+//  q8  : [n_panels][k_pad/32] blocks of 576 bytes:
+//          bytes   0..511 : uint8 (w + 128), ordered [k/4 = 8][16 rows][4]
+//                           (one 64-byte vector = 16 rows × 4 consecutive k)
+//          bytes 512..575 : float scale[16], one per row
+//        Storing w + 128 lets vpdpbusd take weights as the unsigned operand
+//        and activations as the signed one; the +128 bias is removed by
+//        starting each group's accumulator at -128 · sum(x_q of the group).
+struct PackedMatrix {
+    WeightType type = WeightType::f32;
+    int n = 0;  // output rows
+    int k = 0;  // input columns (logical, unpadded)
+    std::byte* data = nullptr;
+    size_t bytes = 0;
+};
+
+size_t packed_bytes(WeightType type, int n, int k);
+int padded_k(WeightType type, int k);
+
+// Packs rows [n0, n1) of a row-major source [n][k] (element type src_type)
+// into dst, which has packed_bytes(type, n, k) bytes. Disjoint row ranges that
+// are multiples of kPanelRows may be packed concurrently. Padding rows/columns
+// are written as zeros by the call that owns their panel.
+void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k,
+                  int n0, int n1, std::byte* dst);
+
+// Reads row `row` of a packed matrix back as floats (dequantized) — used for
+// embedding lookups and tests. out has k floats; `scale` multiplies every value.
+void unpack_row(const PackedMatrix& w, int row, float scale, float* out);
+
+// q8 activations: rows quantized per group of 32, laid out per row as
+//   int8  q[k_pad]      (signed)
+//   float scale[k_pad/32]
+//   int32 corr[k_pad/32] = -128 · sum(q of the group)
+// with the row stride q8_act_row_bytes(k) (a multiple of 64).
+size_t q8_act_row_bytes(int k);
+
+// Bytes of scratch a matmul of m rows needs (0 for float weight types).
+size_t matmul_scratch_bytes(WeightType type, int m, int k);
+
+// ---------------------------------------------------------------------------
+// Function table
+// ---------------------------------------------------------------------------
+
+// y[m][n] = x[m][k] · Wᵀ. x rows are ldx floats apart, y rows ldy floats apart.
+// scratch: matmul_scratch_bytes(w.type, m, w.k) bytes, 64-byte aligned.
+using MatmulFn = void (*)(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y,
+                          size_t ldy, std::byte* scratch, int n_threads);
+
+// Quantizes rows of x [m][k] into the q8 activation layout (dst: m rows of
+// q8_act_row_bytes(k)).
+using QuantizeActFn = void (*)(const float* x, size_t ldx, int m, int k, std::byte* dst);
+
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * w  (w may be null: no weight).
+// Rows of n floats; x and y may alias.
+using RmsNormFn = void (*)(const float* x, size_t ldx, int m, int n, const float* w, float eps,
+                           float* y, size_t ldy);
+
+// RoPE, rotate-half layout, in place on x [t][n_heads][head_dim] with row
+// stride ldx floats between tokens; token i is at position pos0 + i.
+// inv_freq has head_dim/2 entries (zeros pass dims through unchanged).
+// angle = float(pos) * inv_freq[j] in fp32, as transformers computes it.
+using RopeFn = void (*)(float* x, size_t ldx, int t, int n_heads, int head_dim, int pos0,
+                        const float* inv_freq);
+
+// Attention of a block of t query rows at positions pos0 .. pos0+t-1 against
+// a static cache. Layouts:
+//   q   [t][n_heads][head_dim], row stride ldq floats
+//   k,v [n_kv_heads][n_slots][head_dim] of kv_type; position p lives in slot
+//       p % n_slots (full storage: n_slots = max_seq, so slot = p)
+//   out [t][n_heads][head_dim], row stride ldo floats
+// Query head h reads kv head h / (n_heads / n_kv_heads). Row i sees positions
+// max(0, p - window + 1) .. p with p = pos0 + i (window <= 0: 0 .. p).
+// Softmax is computed online (running max and sum) in fp32; scratch holds
+// attention_scratch_bytes(...) bytes.
+struct AttentionArgs {
+    const float* q = nullptr;
+    size_t ldq = 0;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    KvType kv_type = KvType::f16;
+    int n_slots = 0;
+    float* out = nullptr;
+    size_t ldo = 0;
+    int t = 0;
+    int pos0 = 0;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    int window = 0;
+    float scale = 1.0f;
+};
+size_t attention_scratch_bytes(int t, int n_heads, int head_dim, int n_threads);
+using AttentionFn = void (*)(const AttentionArgs& args, std::byte* scratch, int n_threads);
+
+// out[i] = act(gate[i]) * up[i]; out may alias gate or up.
+using GatedActFn = void (*)(const float* gate, const float* up, size_t n, float* out);
+// x[i] = cap * tanh(x[i] / cap)
+using SoftcapFn = void (*)(float* x, size_t n, float cap);
+// y[i] += x[i]
+using AddFn = void (*)(float* y, const float* x, size_t n);
+// y[i] *= s
+using ScaleFn = void (*)(float* y, size_t n, float s);
+// index of the largest value (the first one on ties); n >= 1
+using ArgmaxFn = int (*)(const float* x, int n);
+// Row conversions for the KV cache (round to nearest even).
+using ToF16Fn = void (*)(const float* x, size_t n, uint16_t* y);
+using FromF16Fn = void (*)(const uint16_t* x, size_t n, float* y);
+
+struct KernelTable {
+    Target target = Target::generic;
+    MatmulFn matmul_q8 = nullptr;
+    MatmulFn matmul_f16 = nullptr;
+    MatmulFn matmul_bf16 = nullptr;
+    MatmulFn matmul_f32 = nullptr;
+    QuantizeActFn quantize_act = nullptr;
+    RmsNormFn rmsnorm = nullptr;
+    RopeFn rope = nullptr;
+    AttentionFn attention = nullptr;
+    GatedActFn silu_mul = nullptr;
+    GatedActFn gelu_tanh_mul = nullptr;
+    SoftcapFn softcap = nullptr;
+    AddFn add = nullptr;
+    ScaleFn scale = nullptr;
+    ArgmaxFn argmax = nullptr;
+    ToF16Fn to_f16 = nullptr;
+    FromF16Fn from_f16 = nullptr;
+};
+
+// The table of a target (must be supported), and the default one (best_target).
+const KernelTable& table_for(Target target);
+const KernelTable& table();
+
+// Convenience: picks the matmul of w.type from a table.
+void matmul(const KernelTable& kt, const PackedMatrix& w, const float* x, size_t ldx, int m,
+            float* y, size_t ldy, std::byte* scratch, int n_threads);
+
+// top-k of a logits row, sorted by value descending (ties: lower index
+// first). k <= n. Not dispatched: O(n log k) with a small heap on the stack
+// of the caller's buffers.
+void top_k(const float* x, int n, int k, int* idx, float* val);
+
+// Half/bfloat16 scalar conversions (round to nearest even).
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+}  // namespace staticlm::kernels

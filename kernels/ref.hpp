@@ -1,0 +1,33 @@
+// Scalar references: the specification every SIMD kernel is tested against.
+// Plain loops, row-major unpacked inputs, no threads. Each section is
+// implemented in the ref_*.cpp file it names.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+
+namespace staticlm::kernels::ref {
+
+// ---- ref_matmul_q8.cpp ------------------------------------------------------
+
+// ---- ref_matmul_float.cpp ---------------------------------------------------
+
+// ---- ref_elementwise.cpp ----------------------------------------------------
+void rmsnorm(const float* x, size_t ldx, int m, int n, const float* w, float eps, float* y,
+             size_t ldy);
+void add(float* y, const float* x, size_t n);
+void scale(float* y, size_t n, float s);
+void rope(float* x, size_t ldx, int t, int n_heads, int head_dim, int pos0, const float* inv_freq);
+void silu_mul(const float* gate, const float* up, size_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out);
+void softcap(float* x, size_t n, float cap);
+int argmax(const float* x, int n);
+void top_k(const float* x, int n, int k, int* idx, float* val);
+
+// ---- ref_attention.cpp ------------------------------------------------------
+// Two-pass softmax over the visible positions, double accumulation.
+void attention(const AttentionArgs& args);
+
+}  // namespace staticlm::kernels::ref

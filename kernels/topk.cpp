@@ -1,0 +1,7 @@
+// STUB: to be written (see the kernel issue). Compiles so the tree builds.
+#include "kernels/kernels.hpp"
+
+namespace staticlm::kernels {
+void top_k(const float*, int, int, int*, float*) {}
+size_t attention_scratch_bytes(int, int, int, int) { return 0; }
+}  // namespace staticlm::kernels

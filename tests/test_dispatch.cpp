@@ -1,0 +1,41 @@
+// Dispatch: every compiled target the CPU supports gets a complete table, and
+// the best target is one of them.
+#include <doctest/doctest.h>
+
+#include "kernels/kernels.hpp"
+
+using namespace staticlm::kernels;
+
+TEST_CASE("the best target is supported and its table is complete") {
+    const Target best = best_target();
+    CHECK(target_supported(best));
+    CHECK(table().target == best);
+    for (Target t : compiled_targets()) {
+        if (!target_supported(t)) continue;
+        const KernelTable& kt = table_for(t);
+        CHECK(kt.target == t);
+        CHECK(bool(kt.matmul_q8));
+        CHECK(bool(kt.attention));
+        CHECK(bool(kt.from_f16));
+    }
+}
+
+TEST_CASE("f16 and bf16 scalar conversions round to nearest even") {
+    CHECK(f32_to_f16(1.0f) == 0x3c00);
+    CHECK(f32_to_f16(-2.0f) == 0xc000);
+    CHECK(f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(f32_to_f16(65520.0f) == 0x7c00);        // rounds up to inf
+    CHECK(f32_to_f16(5.9604645e-8f) == 0x0001);   // smallest subnormal
+    CHECK(f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);  // tie -> even
+    CHECK(f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);  // tie -> even (up)
+    for (uint32_t h = 0; h < 0x10000; ++h) {
+        const uint16_t v = uint16_t(h);
+        const bool nan = (v & 0x7c00) == 0x7c00 && (v & 0x3ff);
+        if (nan) continue;
+        CHECK_MESSAGE(f32_to_f16(f16_to_f32(v)) == v, "half ", h);
+    }
+    CHECK(f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(bf16_to_f32(0x3f80) == 1.0f);
+    CHECK(f32_to_bf16(1.00390625f) == 0x3f80);  // tie -> even
+    CHECK(f32_to_bf16(1.01171875f) == 0x3f82);  // tie -> even (up)
+}
