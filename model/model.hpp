@@ -1,0 +1,54 @@
+// A loaded model: config, packed weights in one anonymous arena, tokenizer.
+// Immutable after load, shared by any number of sessions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "kernels/memory.hpp"
+#include "model/config.hpp"
+#include "model/tokenizer.hpp"
+#include "model/weights.hpp"
+
+namespace staticlm {
+
+struct LoadOptions {
+    WeightType weights = WeightType::q8;
+    int threads = 0;  // 0: all cores
+    bool load_tokenizer = true;
+    bool prefer_tokenizer_json = false;
+    // Called from the loading thread with (bytes converted, bytes total).
+    std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+class Model {
+public:
+    // Loads a Hugging Face directory (config.json, safetensors, tokenizer).
+    static std::shared_ptr<const Model> load(const std::filesystem::path& dir,
+                                             const LoadOptions& options);
+    // Deterministic random weights of the config's shapes (for benchmarks and
+    // tests); no files, no tokenizer.
+    static std::shared_ptr<const Model> synthetic(const ModelConfig& config, WeightType weights,
+                                                  uint64_t seed, int threads);
+
+    const ModelConfig& config() const { return config_; }
+    const ModelWeights& weights() const { return weights_; }
+    WeightType weight_type() const { return weight_type_; }
+    const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    size_t weight_bytes() const { return arena_.size(); }
+    double load_seconds() const { return load_seconds_; }
+
+    Model() = default;  // use load()/synthetic()
+
+    // Filled by the loaders (model/loader.cpp, model/synthetic.cpp).
+    ModelConfig config_;
+    ModelWeights weights_;
+    WeightType weight_type_ = WeightType::q8;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    Buffer arena_;
+    double load_seconds_ = 0.0;
+};
+
+}  // namespace staticlm
