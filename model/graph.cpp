@@ -42,7 +42,8 @@ struct Carver {
 
 }  // namespace
 
-Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_threads)
+Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_threads,
+                     bool all_logits)
     : q_max_(q_max) {
     const Dims d = max_dims(c);
     const size_t q = size_t(q_max);
@@ -71,7 +72,7 @@ Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_
         up = cv.take<float>(q * ld_ffn);
         ple = n_ple ? cv.take<float>(q * n_ple) : nullptr;
         ple_tmp = n_ple ? cv.take<float>(q * n_ple) : nullptr;
-        logits = cv.take<float>(q * size_t(c.vocab));
+        logits = cv.take<float>((all_logits ? q : 1) * size_t(c.vocab));
         matmul_scratch = cv.take<std::byte>(mm);
         attn_scratch = cv.take<std::byte>(att);
     };

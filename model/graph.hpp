@@ -30,7 +30,9 @@ struct DumpSink {
 class Workspace {
 public:
     Workspace() = default;
-    Workspace(const ModelConfig& config, WeightType weights, int q_max, int n_threads);
+    // all_logits: room for the logits of every row ([q_max][V]), else of one row.
+    Workspace(const ModelConfig& config, WeightType weights, int q_max, int n_threads,
+              bool all_logits);
 
     int q_max() const { return q_max_; }
     size_t bytes() const { return arena_.size(); }
@@ -47,7 +49,7 @@ public:
     float* up = nullptr;        // [q][F_max]
     float* ple = nullptr;       // [q][L*D] per-layer inputs (Gemma 4), else null
     float* ple_tmp = nullptr;   // [q][L*D]
-    float* logits = nullptr;    // [q][V] (only the rows asked for are written)
+    float* logits = nullptr;    // [q][V] with all_logits, else [1][V]
     std::byte* matmul_scratch = nullptr;
     std::byte* attn_scratch = nullptr;
     int64_t* ids = nullptr;     // unused spare
