@@ -23,6 +23,33 @@ WeightType model_weight_type(const Model& model) { return model.weight_type(); }
 size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
 double model_load_seconds(const Model& model) { return model.load_seconds(); }
 
+namespace {
+
+template <class Fn>
+void for_each_matmul(const Model& model, Fn&& fn) {
+    const ModelWeights& w = model.weights();
+    fn(w.lm_head);
+    if (w.per_layer_model_proj.data) fn(w.per_layer_model_proj);
+    for (const LayerWeights& l : w.layers)
+        for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.ple_gate,
+                                      &l.ple_proj})
+            if (m->data) fn(*m);
+}
+
+}  // namespace
+
+double model_matmul_params(const Model& model) {
+    double n = 0;
+    for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.n) * double(m.k); });
+    return n;
+}
+
+double model_matmul_bytes(const Model& model) {
+    double n = 0;
+    for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.bytes); });
+    return n;
+}
+
 std::string kernel_target_name() { return kernels::target_name(kernels::best_target()); }
 
 }  // namespace staticlm

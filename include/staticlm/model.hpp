@@ -28,6 +28,10 @@ const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic mod
 WeightType model_weight_type(const Model& model);
 size_t model_weight_bytes(const Model& model);
 double model_load_seconds(const Model& model);
+// Multiply-adds of one token through every matmul (embedding lookups excluded,
+// the output head included), and the packed bytes those matmuls read.
+double model_matmul_params(const Model& model);
+double model_matmul_bytes(const Model& model);
 
 // The kernel target chosen for this CPU (e.g. "avx512-vnni").
 std::string kernel_target_name();
