@@ -35,7 +35,6 @@ MeanSd mean_sd(const std::vector<double>& v) {
 }  // namespace
 
 int cmd_bench(const Args& a) {
-    Args args = a;
     const bool json = a.has("json");
     const int pp = a.integer("pp", 512);
     const int tg = a.integer("tg", 128);
@@ -59,7 +58,7 @@ int cmd_bench(const Args& a) {
     const int threads = session.threads();
 
     // Deterministic token ids spread over the vocabulary.
-    std::vector<int> prompt(size_t(pp));
+    std::vector<int> prompt(static_cast<size_t>(pp));
     for (int i = 0; i < pp; ++i) prompt[size_t(i)] = int((uint64_t(i) * 2654435761u) % uint64_t(c.vocab));
 
     std::vector<double> pp_tps, tg_tps;

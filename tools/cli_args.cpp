@@ -31,7 +31,7 @@ Args::Args(int argc, char** argv, int first, const std::vector<std::string>& fla
         }
         if (contains(switches, name)) {
             if (inline_value) throw UsageError("--" + name + " takes no value");
-            values_[name] = "1";
+            values_.insert_or_assign(name, std::string(1, '1'));
         } else if (contains(flags, name)) {
             if (!inline_value) {
                 if (i + 1 >= argc) throw UsageError("--" + name + " needs a value");
