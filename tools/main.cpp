@@ -69,8 +69,7 @@ int cmd_generate(const Args& a) {
     if (a.has("echo")) write_text(nullptr, prompt);
     const GenerateOptions g = generate_options_from_args(a, 256);
     const GenerateResult r = generate(session, tok, ids, g, {write_text, nullptr});
-    std::fputs("\n", stdout);
-    print_stats(r.stats);
+    print_stats(r.stats);  // stdout holds exactly the generated text
     return 0;
 }
 
