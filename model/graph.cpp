@@ -156,7 +156,10 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
 
     if (owns) {
         kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
-        kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
+        if (lc.k_eq_v)
+            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
+        else
+            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
         const int rows = t * lc.n_kv_heads;
         if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
         if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));

@@ -23,6 +23,7 @@ struct LayerConfig {
     std::vector<float> inv_freq;   // [head_dim/2]; zeros pass dims through
     bool qk_norm = false;          // RMSNorm(q), RMSNorm(k) per head with weights
     bool v_norm = false;           // RMSNorm(v) per head without weight
+    bool k_eq_v = false;           // no v_proj: V is the raw k_proj output (Gemma 4 attention_k_eq_v)
     bool sandwich_norms = false;   // post-attention and pre/post-FFN norms (Gemma)
 };
 
