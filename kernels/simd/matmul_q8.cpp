@@ -314,7 +314,8 @@ void tile(const TileArgs& t) {
 #endif
             for (int v = 0; v < NV; ++v) acc[r][v] = c;
         }
-#pragma GCC unroll 8
+        // Unrolling the 8 quads lets GCC hoist loads until 16 ymm spill: keep 2.
+#pragma GCC unroll 2
         for (int j = 0; j < kQuadsPerGroup; ++j) {
 #pragma GCC unroll 4
             for (int r = 0; r < MR; ++r) {
