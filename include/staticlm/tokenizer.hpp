@@ -32,7 +32,9 @@ public:
 // Holds back incomplete UTF-8 sequences (byte-fallback pieces) so that every
 // returned chunk is valid UTF-8, and applies the leading-space rule (the space
 // a SentencePiece piece carries after BOS is dropped once, as decode() does).
-// Allocation-free after construction for chunks up to `reserve` bytes.
+// Each push decodes only a short window of recent ids (Tokenizer::decode
+// returns a new string, so a push allocates that much; its own buffers are
+// reserved at construction).
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer);
@@ -43,9 +45,11 @@ public:
     void reset();
 
 private:
+    void trim();  // drops old ids from the window when that cannot change the text
+
     const Tokenizer& tok_;
-    std::vector<int> ids_;       // ids since the last reset
-    std::string text_;           // decode(ids_) seen so far
+    std::vector<int> ids_;       // window: recent ids since the last reset
+    std::string text_;           // decode(ids_)
     size_t emitted_ = 0;         // bytes of text_ already returned
     std::string out_;
 };
