@@ -2,6 +2,8 @@
 // each asserting the ErrorKind and that the message names the file/tensor.
 #include <doctest/doctest.h>
 
+#include <source_location>
+
 #include "model/safetensors.hpp"
 #include "staticlm/error.hpp"
 #include "tests/model/st_writer.hpp"
@@ -13,10 +15,13 @@ namespace {
 
 // Runs f, expects Error of `kind` whose message contains every needle.
 template <class F>
-void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> needles) {
+void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> needles,
+                  std::source_location loc = std::source_location::current()) {
+    INFO("expect_error at line " << loc.line());
     try {
         f();
-        FAIL("no error thrown");
+        FAIL_CHECK("no error thrown");
+        return;
     } catch (const Error& e) {
         CHECK_MESSAGE(e.kind() == kind, "kind " << error_kind_name(e.kind()) << ": " << e.what());
         for (const std::string& n : needles)
