@@ -25,14 +25,18 @@ void top_k(const float* x, int n, int k, int* idx, float* val) {
     };
     for (int i = 0; i < k; ++i) idx[i] = i;
     std::make_heap(idx, idx + k, ranks_before);
+    // Later indices lose ties, so only a strictly larger value (or a number
+    // against a NaN at the top) enters; most of a vocabulary stops at the
+    // first comparison with the cached threshold.
+    float top = x[idx[0]];
+    bool top_nan = std::isnan(top);
     for (int i = k; i < n; ++i) {
-        // Later indices lose ties, so only a strictly larger value (or a number
-        // against a NaN at the top) enters; most of a vocabulary stops here.
-        const float top = x[idx[0]];
-        if (!(x[i] > top) && !(std::isnan(top) && !std::isnan(x[i]))) continue;
+        if (!(x[i] > top) && !(top_nan && !std::isnan(x[i]))) continue;
         std::pop_heap(idx, idx + k, ranks_before);
         idx[k - 1] = i;
         std::push_heap(idx, idx + k, ranks_before);
+        top = x[idx[0]];
+        top_nan = std::isnan(top);
     }
     std::sort_heap(idx, idx + k, ranks_before);
     for (int i = 0; i < k; ++i) val[i] = x[idx[i]];
