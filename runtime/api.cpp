@@ -12,10 +12,10 @@ std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const 
 
 std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
                                              uint64_t seed, int threads) {
-    return Model::synthetic(synthetic_config(name), weights, seed, threads);
+    return Model::synthetic(builtin_config(name), weights, seed, threads);
 }
 
-std::vector<std::string> synthetic_model_names() { return synthetic_config_names(); }
+std::vector<std::string> synthetic_model_names() { return builtin_config_names(); }
 
 const ModelConfig& model_config(const Model& model) { return model.config(); }
 const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer(); }
