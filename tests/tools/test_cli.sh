@@ -53,8 +53,9 @@ check "unknown flag exits 2" test $? -eq 2
 check "missing model exits 1" test $? -eq 1
 check "missing model message names the directory" grep -q "no-such-dir" "$tmp/err1.txt"
 check "runtime error is one line" test "$(wc -l <"$tmp/err1.txt")" -eq 1
-"$bin" generate --model "$model" --prompt "hi" --max-seq 4 --n-predict 10 >/dev/null 2>"$tmp/err2.txt"
+"$bin" generate --model "$model" --prompt "Once upon a time there was" --max-seq 4 --prefill-buckets 2 --append-buckets 2 >/dev/null 2>"$tmp/err2.txt"
 check "capacity error exits 1" test $? -eq 1
+check "capacity message names K" grep -q "K=4" "$tmp/err2.txt"
 "$bin" info --model "$model" >"$tmp/info.txt" 2>&1
 check "info prints the target" grep -q "^target" "$tmp/info.txt"
 
