@@ -6,6 +6,10 @@
 
 #include "kernels/kernels.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace staticlm::kernels {
 
 #define STATICLM_DECLARE_TARGET(ns) \
@@ -39,13 +43,24 @@ constexpr Target kCompiled[] = {
 #endif
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C and AVX-VNNI read from CPUID directly: clang 14's __builtin_cpu_supports
+// rejects the names "f16c" and "avxvnni" (the fuzz build uses clang).
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit) {
+    unsigned r[4] = {0, 0, 0, 0};
+    if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+    return (r[reg] >> bit) & 1u;
+}
+#endif
+
 CpuFeatures detect() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    f.avx2_fma_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
-    f.avx_vnni = f.avx2_fma_f16c && __builtin_cpu_supports("avxvnni");
+    const bool f16c = cpuid_bit(1, 0, 2, 29);     // CPUID.1:ECX[29]
+    const bool avxvnni = cpuid_bit(7, 1, 0, 4);   // CPUID.(7,1):EAX[4]
+    f.avx2_fma_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+    f.avx_vnni = f.avx2_fma_f16c && avxvnni;
     f.avx512 = f.avx2_fma_f16c && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");

@@ -71,6 +71,9 @@ struct Task {
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
+    if (options.threads < 0)
+        throw Error(ErrorKind::config, "invalid load options: threads must be >= 0 (0 = all cores), got " +
+                                           std::to_string(options.threads));
     auto model = std::make_shared<Model>();
     model->config_ = read_model_config(dir);
     const ModelConfig& c = model->config_;

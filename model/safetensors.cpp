@@ -144,8 +144,22 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
                                               " runs past the end of the file (" +
                                               std::to_string(size_) + " bytes)");
         const char* htext = reinterpret_cast<const char*>(base + 8);
-        json header = json::parse(htext, htext + header_len, nullptr, false);
+        // JSON objects keep one of two equal keys; a header naming a tensor twice
+        // is malformed (which entry is meant?), so top-level keys are checked here.
+        std::vector<std::string> keys;
+        std::string duplicate;
+        const json::parser_callback_t on_key = [&](int depth, json::parse_event_t event, json& parsed) {
+            if (depth == 1 && event == json::parse_event_t::key && duplicate.empty() && parsed.is_string()) {
+                const std::string& k = parsed.get_ref<const std::string&>();
+                if (std::find(keys.begin(), keys.end(), k) != keys.end()) duplicate = k;
+                keys.push_back(k);
+            }
+            return true;
+        };
+        json header = json::parse(htext, htext + header_len, on_key, false);
         if (header.is_discarded()) fail(ErrorKind::format, path, "header is not valid JSON");
+        if (!duplicate.empty())
+            fail(ErrorKind::format, path, "duplicate tensor name '" + duplicate + "' in the header");
         if (!header.is_object()) fail(ErrorKind::format, path, "header is not a JSON object");
         const uint64_t data_start = 8 + header_len;
         const uint64_t data_size = size_ - data_start;

@@ -3,6 +3,9 @@
 // the difference, so it follows the tokenizer's own decode rules exactly.
 #include "model/tokenizer.hpp"
 
+#include <cstdint>
+#include <string>
+
 #include "staticlm/error.hpp"
 
 namespace staticlm {
@@ -29,6 +32,36 @@ size_t complete_length(const std::string& text, size_t from) {
 }
 
 }  // namespace
+
+void check_utf8(std::string_view text, const std::string& what) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    const size_t n = text.size();
+    size_t i = 0;
+    while (i < n) {
+        const unsigned char c = s[i];
+        size_t len = 0;
+        uint32_t cp = 0, min = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        }
+        bool ok = len != 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; ++k) {
+            if ((s[i + k] & 0xC0) != 0x80) ok = false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (!ok || cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            throw Error(ErrorKind::input, what + ": invalid UTF-8 at byte " + std::to_string(i) +
+                                              " of the text (" + std::to_string(n) + " bytes)");
+        i += len;
+    }
+}
 
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tok_(tokenizer) {
     ids_.reserve(kReserveIds);

@@ -80,6 +80,7 @@ public:
     }
 
     std::vector<int> encode(std::string_view text, bool add_special) const override {
+        check_utf8(text, file_);  // the library would silently replace invalid bytes
         std::vector<int> ids;
         const auto status = sp_.Encode(text, &ids);
         if (!status.ok())

@@ -2,8 +2,11 @@
 // the shared graph. All buffers are made in the constructor.
 #include "staticlm/session.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -35,6 +38,30 @@ std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what,
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
+}
+
+// Refuses a max_seq whose KV cache alone exceeds this machine's physical
+// memory, before allocating: a multi-terabyte request would otherwise end the
+// process (sanitizers abort on it, overcommit kills later) instead of throwing.
+void check_cache_fits(std::span<const KvLayerSpec> specs, const SessionOptions& o, int q_max) {
+    const double elem = o.kv == KvType::f16 ? 2 : 4;
+    double bytes = double(o.max_seq + 1.0) * sizeof(Step);  // computed in double: no overflow
+    for (size_t il = 0; il < specs.size(); ++il) {
+        const KvLayerSpec& s = specs[il];
+        if (s.kv_source != int(il)) continue;
+        const double slots = o.ring_sliding && s.window > 0
+                                 ? std::min(double(o.max_seq), double(s.window) + q_max)
+                                 : double(o.max_seq);
+        bytes += 2.0 * s.n_kv_heads * s.head_dim * slots * elem;
+    }
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
+    const double memory = double(pages) * double(page);
+    if (bytes > memory)
+        throw Error(ErrorKind::capacity,
+                    "invalid configuration: max_seq " + std::to_string(o.max_seq) + " needs " +
+                        std::to_string(uint64_t(bytes)) + " bytes of KV cache, more than the " +
+                        std::to_string(uint64_t(memory)) + " bytes of memory of this machine (lower max_seq)");
 }
 
 // The bucket rule, writing into a caller-provided array (no allocation).
@@ -150,10 +177,16 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
     const ModelConfig& c = s.model->config();
     const std::vector<KvLayerSpec> specs = kv_layer_specs(c);
-    s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
-    s.ws = Workspace(c, s.model->weight_type(), q_max, s.threads, options.all_logits);
-    s.last_logits.assign(size_t(c.vocab), 0.0f);
-    s.steps.resize(size_t(options.max_seq) + 1);
+    check_cache_fits(specs, options, q_max);
+    try {
+        s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
+        s.ws = Workspace(c, s.model->weight_type(), q_max, s.threads, options.all_logits);
+        s.last_logits.assign(size_t(c.vocab), 0.0f);
+        s.steps.resize(size_t(options.max_seq) + 1);
+    } catch (const std::bad_alloc&) {
+        throw Error(ErrorKind::capacity, "out of memory allocating a session with max_seq " +
+                                             std::to_string(options.max_seq) + " (lower max_seq)");
+    }
 }
 
 Session::~Session() = default;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: installs Debian packages, builds the
-# release configuration and runs `meson test`. Ends with meson's summary.
+# release configuration and runs `meson test`, then builds build-asan (ASan +
+# UBSan, gcc) and runs the 'fast' suite there (tests/meson.build says which
+# tests; the full set under ASan is too slow for CI). Ends with meson's summaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -9,4 +11,18 @@ ninja -C build >/dev/null
 set +e
 meson test -C build --print-errorlogs --num-processes 2 2>&1 | grep -v '^Full log written'
 rc=${PIPESTATUS[0]}
+
+# Sanitizer pass: any ASan/UBSan report fails its test (halt_on_error).
+start=$SECONDS
+if [[ ! -f build-asan/build.ninja ]]; then
+    meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined \
+        -Db_lundef=false >/dev/null
+fi
+# meson test builds only what the selected tests need (not the benchmarks or the CLI).
+ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --suite fast --print-errorlogs --num-processes 2 2>&1 |
+    grep -v '^Full log written'
+asan_rc=${PIPESTATUS[0]}
+echo "sanitizer pass (build-asan, suite fast): $((SECONDS - start)) s, rc=$asan_rc"
+[[ $rc -eq 0 ]] && rc=$asan_rc
 exit "$rc"

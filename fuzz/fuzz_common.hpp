@@ -1,0 +1,30 @@
+// Shared helpers of the libFuzzer targets: a per-process scratch file on tmpfs
+// for parsers that only take paths, and the rule that bad input may only ever
+// surface as staticlm::Error (anything else escapes and libFuzzer reports it).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace staticlm::fuzz {
+
+// /dev/shm when present (no disk traffic per execution), else the temp dir.
+inline std::filesystem::path scratch_path(const char* name) {
+    std::filesystem::path dir = "/dev/shm";
+    if (!std::filesystem::is_directory(dir)) dir = std::filesystem::temp_directory_path();
+    return dir / ("staticlm_fuzz_" + std::to_string(::getpid()) + "_" + name);
+}
+
+inline void write_scratch(const std::filesystem::path& p, const uint8_t* data, size_t size) {
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) return;
+    if (size) std::fwrite(data, 1, size, f);
+    std::fclose(f);
+}
+
+}  // namespace staticlm::fuzz

@@ -1,0 +1,23 @@
+// libFuzzer target: SentencePiece model loading through the project's wrapper
+// (load_sentencepiece), then encoding and decoding a fixed text with whatever
+// model was accepted. Input: a tokenizer.model file.
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz/fuzz_common.hpp"
+#include "model/tokenizer.hpp"
+#include "staticlm/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    static const std::filesystem::path path = staticlm::fuzz::scratch_path("tokenizer.model");
+    staticlm::fuzz::write_scratch(path, data, size);
+    try {
+        auto tok = staticlm::load_sentencepiece(path, {});
+        const auto ids = tok->encode("Hello, world! \xC3\xA9\xE2\x82\xAC 123 <s>", true);
+        (void)tok->decode(ids);
+        for (int id : ids) (void)tok->piece(id);
+        (void)tok->token_id("<unk>");
+    } catch (const staticlm::Error&) {
+    }
+    return 0;
+}

@@ -1,0 +1,475 @@
+// The bad-input table (issue 8): broken model directories, tensors, configs,
+// tokenizers, prompts and session settings, each built in a temp dir from the
+// golden fixture llama-tied. Every row must throw staticlm::Error of the exact
+// kind with a message naming the offending thing, and must leave an existing
+// session as it was (same pos, same logits, same next-step logits).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "model/model.hpp"
+#include "model/tokenizer.hpp"
+#include "staticlm/chat.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
+#include "staticlm/model.hpp"
+#include "staticlm/session.hpp"
+#include "tests/model/st_writer.hpp"
+#include "tests/support.hpp"
+
+using namespace staticlm;
+using namespace staticlm::test;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const fs::path kFixture = fixtures_dir() / "llama-tied";  // vocab 256, hidden 64, 2 layers
+// stories260K's SentencePiece model (vocab 512), kept in the repo as a fuzz seed.
+const fs::path kSpModel = source_dir() / "fuzz" / "corpus" / "sentencepiece" / "stories260K.model";
+
+std::string read_bytes(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A safetensors file as header JSON + data, parsed here independently of the reader.
+struct StFile {
+    json header;
+    std::string data;
+
+    static StFile read(const fs::path& p) {
+        const std::string b = read_bytes(p);
+        uint64_t n = 0;
+        std::memcpy(&n, b.data(), 8);
+        return {json::parse(b.substr(8, n)), b.substr(8 + n)};
+    }
+    void write(const fs::path& p) const { write_file(p, safetensors_file(header.dump(), data)); }
+    // Byte offset of element `index` of an F32 tensor inside `data`.
+    size_t f32_at(const std::string& name, size_t index) const {
+        return header[name]["data_offsets"][0].get<size_t>() + 4 * index;
+    }
+    void set_f32(const std::string& name, size_t index, float v) {
+        std::memcpy(data.data() + f32_at(name, index), &v, 4);
+    }
+};
+
+// Builds broken model directories: each is a copy of the fixture, then edited.
+struct Dirs {
+    TempDir tmp;
+    int n = 0;
+
+    fs::path copy(const std::function<void(const fs::path&)>& edit = {}) {
+        char name[24];  // snprintf: GCC 12 warns falsely (-Wrestrict) on "m" + std::to_string(n)
+        std::snprintf(name, sizeof name, "m%d", n++);
+        const fs::path d = tmp.path / name;
+        fs::create_directories(d);
+        fs::copy_file(kFixture / "config.json", d / "config.json");
+        fs::copy_file(kFixture / "model.safetensors", d / "model.safetensors");
+        if (edit) edit(d);
+        return d;
+    }
+    fs::path config(const std::function<void(json&)>& edit) {
+        return copy([&](const fs::path& d) {
+            json j = json::parse(read_bytes(d / "config.json"));
+            edit(j);
+            write_file(d / "config.json", j.dump());
+        });
+    }
+    fs::path tensors(const std::function<void(StFile&)>& edit) {
+        return copy([&](const fs::path& d) {
+            StFile f = StFile::read(d / "model.safetensors");
+            edit(f);
+            f.write(d / "model.safetensors");
+        });
+    }
+    // A directory with the fixture's weights and a tokenizer.model (+ optional tokenizer_config.json).
+    fs::path tokenizer(const std::string& model_bytes, const std::string& tokenizer_config = {}) {
+        return copy([&](const fs::path& d) {
+            write_file(d / "tokenizer.model", model_bytes);
+            if (!tokenizer_config.empty()) write_file(d / "tokenizer_config.json", tokenizer_config);
+        });
+    }
+};
+
+LoadOptions options(bool tokenizer = false) {
+    LoadOptions o;
+    o.weights = WeightType::f32;
+    o.threads = 1;
+    o.load_tokenizer = tokenizer;
+    return o;
+}
+
+struct Row {
+    std::string what;
+    ErrorKind kind;
+    std::vector<std::string> needles;  // substrings the message must contain
+    std::function<void()> call;
+};
+
+const std::string q0 = "model.layers.0.self_attn.q_proj.weight";
+const std::string down1 = "model.layers.1.mlp.down_proj.weight";
+const std::string norm0 = "model.layers.0.input_layernorm.weight";
+
+}  // namespace
+
+TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sessions unaffected") {
+    REQUIRE(fs::is_regular_file(kSpModel));
+    Dirs dirs;
+    const auto model = load_model(kFixture, options());
+    const int V = model_config(*model).vocab;
+    REQUIRE(V == 256);
+    SessionOptions so;
+    so.max_seq = 16;
+    so.prefill_buckets = {8};
+    so.append_buckets = {4};
+    so.threads = 1;
+    Session s(model, so), twin(model, so);
+    const std::vector<int> prompt = {1, 17, 200, 3, 99, 5, 42, 7, 255, 0};
+    s.prefill(prompt);
+    twin.prefill(prompt);
+    const int P = s.pos();
+    const std::span<const float> t = twin.decode(7);
+    const std::vector<float> next(t.begin(), t.end());  // what the session must give for token 7 next
+
+    const std::string sp_bytes = read_bytes(kSpModel);
+    const auto sp_dir = dirs.tokenizer(sp_bytes);
+    const auto tok = load_tokenizer(sp_dir);
+    REQUIRE(tok->vocab_size() == 512);
+
+    auto session_with = [&](auto&& edit) {
+        SessionOptions o = so;
+        edit(o);
+        Session x(model, o);
+    };
+    auto load = [](const fs::path& d, bool tokenizer = false) { load_model(d, options(tokenizer)); };
+
+    std::vector<Row> rows;
+    auto row = [&](std::string what, ErrorKind kind, std::vector<std::string> needles, std::function<void()> call) {
+        rows.push_back({std::move(what), kind, std::move(needles), std::move(call)});
+    };
+
+    // --- model directories and config.json ---
+    {
+        const fs::path d = dirs.tmp.path / "no_such_model";
+        row("missing directory", ErrorKind::io, {"no_such_model"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) { fs::remove(p / "config.json"); });
+        row("no config.json", ErrorKind::io, {(d / "config.json").string()}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            write_file(p / "config.json", read_bytes(p / "config.json").substr(0, 100));
+        });
+        row("config.json truncated", ErrorKind::format, {"config.json", "invalid JSON"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) { write_file(p / "config.json", "[1, 2]"); });
+        row("config.json not an object", ErrorKind::format, {"config.json", "not a JSON object"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) {
+            j["architectures"] = {"MambaForCausalLM"};
+            j["model_type"] = "mamba";
+        });
+        row("unsupported architecture", ErrorKind::unsupported, {"MambaForCausalLM"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["hidden_size"] = 0; });
+        row("hidden_size 0", ErrorKind::format, {"config.json", "hidden_size"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["num_hidden_layers"] = -2; });
+        row("negative layer count", ErrorKind::format, {"num_hidden_layers"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["vocab_size"] = "256"; });
+        row("vocab_size is a string", ErrorKind::format, {"vocab_size"}, [=] { load(d); });
+    }
+    {
+        // Would overflow int and every size computation if accepted.
+        const fs::path d = dirs.config([](json& j) { j["vocab_size"] = int64_t{1} << 40; });
+        row("absurd vocab_size 2^40", ErrorKind::format, {"vocab_size"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["intermediate_size"] = int64_t{3000000000}; });
+        row("absurd intermediate_size 3e9", ErrorKind::format, {"intermediate_size"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["num_key_value_heads"] = 3; });
+        row("kv heads do not divide heads", ErrorKind::format, {"num_key_value_heads"}, [=] { load(d); });
+    }
+    {
+        // The config's vocab no longer matches the embedding's [256, 64].
+        const fs::path d = dirs.config([](json& j) { j["vocab_size"] = 300; });
+        row("vocab_size vs embedding rows", ErrorKind::model,
+            {"model.embed_tokens.weight", "[300, 64]", "[256, 64]"}, [=] { load(d); });
+    }
+
+    // --- safetensors files and tensors ---
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            const std::string b = read_bytes(p / "model.safetensors");
+            write_file(p / "model.safetensors", b.substr(0, b.size() / 2));
+        });
+        row("model.safetensors truncated", ErrorKind::format,
+            {(d / "model.safetensors").string(), "outside the data section"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) { write_file(p / "model.safetensors", "abc"); });
+        row("model.safetensors of 3 bytes", ErrorKind::format, {"model.safetensors", "truncated: 3 bytes"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            std::string b = read_bytes(p / "model.safetensors");
+            const uint64_t huge = uint64_t{1} << 62;
+            std::memcpy(b.data(), &huge, 8);
+            write_file(p / "model.safetensors", b);
+        });
+        row("header length 2^62", ErrorKind::format, {"model.safetensors", "header length 4611686018427387904"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            write_file(p / "model.safetensors", safetensors_file("{\"a\": [1, 2", std::string(16, '\0')));
+        });
+        row("header not JSON", ErrorKind::format, {"model.safetensors", "header is not valid JSON"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.header.erase(q0); });
+        row("missing tensor", ErrorKind::model, {"missing tensor '" + q0 + "'", "[64, 64]"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.header[q0]["dtype"] = "I32"; });
+        row("wrong dtype I32", ErrorKind::unsupported, {q0, "I32"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.header[q0]["dtype"] = "F12"; });
+        row("unknown dtype", ErrorKind::format, {q0, "unknown dtype 'F12'"}, [=] { load(d); });
+    }
+    {
+        // Same byte count, transposed: only the shape check can catch it.
+        const fs::path d = dirs.tensors([](StFile& f) { f.header[down1]["shape"] = {160, 64}; });
+        row("transposed shape", ErrorKind::model, {down1, "expected [64, 160]", "got [160, 64]"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.header[q0]["dtype"] = "F16"; });
+        row("shape x dtype vs byte range", ErrorKind::format, {q0, "8192 bytes but data_offsets cover 16384"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) {
+            f.header[q0]["shape"] = {uint64_t{1} << 40, uint64_t{1} << 40};
+        });
+        row("shape element count overflows", ErrorKind::format, {q0, "overflows"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) {
+            const uint64_t b = f.header[q0]["data_offsets"][0].get<uint64_t>();
+            f.header[q0]["data_offsets"] = {b + (uint64_t{1} << 40), b + (uint64_t{1} << 40) + 16384};
+        });
+        row("data_offsets past the end", ErrorKind::format, {q0, "outside the data section"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.header[q0]["data_offsets"] = f.header[down1]["data_offsets"]; f.header[q0]["shape"] = {64, 160}; });
+        row("overlapping tensors", ErrorKind::format, {"overlapping data_offsets", q0}, [=] { load(d); });
+    }
+    {
+        // Two header entries with the same name (JSON parsers silently keep one).
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            StFile f = StFile::read(p / "model.safetensors");
+            std::string h = f.header.dump();
+            const std::string entry = "\"" + norm0 + "\":" + f.header[norm0].dump();
+            h.insert(1, entry + ",");
+            write_file(p / "model.safetensors", safetensors_file(h, f.data));
+        });
+        row("duplicate tensor name", ErrorKind::format, {"duplicate", norm0}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.set_f32(down1, 777, std::nanf("")); });
+        row("NaN weight", ErrorKind::model, {down1, "index 777"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.tensors([](StFile& f) { f.set_f32(norm0, 63, -INFINITY); });
+        row("-Inf norm weight", ErrorKind::model, {norm0, "index 63"}, [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
+        });
+        row("index names a missing shard", ErrorKind::io, {"model-00001-of-00002.safetensors", "cannot open"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            fs::rename(p / "model.safetensors", p / "shard.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"model.norm.weight\": \"../shard.safetensors\"}}");
+        });
+        row("index shard path escapes the directory", ErrorKind::format, {"../shard.safetensors", "not a file name"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            fs::rename(p / "model.safetensors", p / "shard.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"lm_head.extra\": \"shard.safetensors\"}}");
+        });
+        row("index lists a tensor its shard lacks", ErrorKind::format, {"lm_head.extra", "shard.safetensors"},
+            [=] { load(d); });
+    }
+
+    // --- tokenizers ---
+    {
+        const fs::path d = dirs.tokenizer("this is not a protobuf");
+        row("tokenizer.model garbage", ErrorKind::format, {"tokenizer.model", "not a SentencePiece model"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer(sp_bytes.substr(0, sp_bytes.size() / 2));
+        row("tokenizer.model truncated", ErrorKind::format, {"tokenizer.model", "not a SentencePiece model"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer("");
+        row("tokenizer.model empty", ErrorKind::format, {"tokenizer.model"}, [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.copy();
+        row("no tokenizer file", ErrorKind::io, {"neither tokenizer.model nor tokenizer.json"},
+            [=] { load(d, true); });
+    }
+    {
+        const fs::path d = dirs.tokenizer(sp_bytes, "{\"add_bos_token\": tru");
+        row("tokenizer_config.json invalid", ErrorKind::format, {"tokenizer_config.json", "invalid JSON"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer(sp_bytes, "{\"add_bos_token\": \"yes\"}");
+        row("add_bos_token not a boolean", ErrorKind::format, {"\"add_bos_token\" is not a boolean"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer(sp_bytes, "{\"bos_token\": \"<nope>\"}");
+        row("bos_token not in the vocabulary", ErrorKind::format, {"bos_token \"<nope>\"", "tokenizer.model"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        // A 512-token tokenizer with a 256-row embedding: the prompt's ids above 255
+        // are refused when they reach the session, naming the id and the vocab.
+        const std::vector<int> ids = tok->encode("Once upon a time, a girl", true);
+        REQUIRE(*std::max_element(ids.begin(), ids.end()) >= V);
+        row("tokenizer ids beyond the model's vocab", ErrorKind::input, {"invalid token id", "vocab size 256"},
+            [&s, ids] { s.append(ids); });
+    }
+    row("decode id past the vocabulary", ErrorKind::input, {"token id 9999", "[0, 512)"},
+        [&] { tok->decode({1, 9999}); });
+    row("decode negative id", ErrorKind::input, {"token id -3"}, [&] { tok->decode({-3}); });
+
+    // --- prompts ---
+    row("invalid UTF-8 byte", ErrorKind::input, {"invalid UTF-8", "byte 3"},
+        [&] { tok->encode("abc\xff def", true); });
+    row("truncated UTF-8 sequence", ErrorKind::input, {"invalid UTF-8", "byte 5"},
+        [&] { tok->encode("hello\xe2\x82", true); });
+    row("overlong UTF-8 encoding", ErrorKind::input, {"invalid UTF-8", "byte 0"},
+        [&] { tok->encode("\xc0\xaf", false); });
+    row("UTF-16 surrogate in UTF-8", ErrorKind::input, {"invalid UTF-8", "byte 1"},
+        [&] { tok->encode("a\xed\xa0\x80", false); });
+    row("token id == vocab", ErrorKind::input, {"invalid token id 256", "index 1", "vocab size 256"},
+        [&] { s.append(std::vector<int>{3, V}); });
+    row("negative token id", ErrorKind::input, {"invalid token id -1"}, [&] { s.append(std::vector<int>{-1}); });
+    row("decode id out of range", ErrorKind::input, {"invalid token id 1000"}, [&] { s.decode(1000); });
+    row("empty prompt", ErrorKind::input, {"empty input"}, [&] { s.append(std::vector<int>{}); });
+    row("prompt over capacity (append)", ErrorKind::capacity, {"P=10 + T=7 > K=16", "max_seq"},
+        [&] { s.append(std::vector<int>(7, 1)); });
+    row("prompt over capacity (prefill)", ErrorKind::capacity, {"P=0 + T=17 > K=16"},
+        [&] { s.prefill(std::vector<int>(17, 1)); });
+    row("generate with a prompt over capacity", ErrorKind::capacity, {"K=16"}, [&] {
+        GenerateOptions g;
+        g.max_tokens = 2;
+        generate(s, nullptr, std::vector<int>(9, 1), g);
+    });
+    row("rewind past the start", ErrorKind::input, {"cannot rewind 11 tokens"}, [&] { s.rewind(11); });
+    row("chat message with an unknown role", ErrorKind::input, {"unknown chat role 'robot'", "message 1"}, [&] {
+        render_chat(ChatFormat::llama3, {{"user", "hi"}, {"robot", "beep"}}, {}, true);
+    });
+
+    // --- session and generation settings ---
+    row("empty prefill buckets", ErrorKind::config, {"prefill_buckets is empty"},
+        [&] { session_with([](SessionOptions& o) { o.prefill_buckets = {}; }); });
+    row("zero append bucket", ErrorKind::config, {"append_buckets", "block size 0"},
+        [&] { session_with([](SessionOptions& o) { o.append_buckets = {4, 0}; }); });
+    row("negative bucket", ErrorKind::config, {"prefill_buckets", "block size -8"},
+        [&] { session_with([](SessionOptions& o) { o.prefill_buckets = {-8}; }); });
+    row("bucket above max_seq", ErrorKind::config, {"prefill_buckets", "block size 32", "1..16"},
+        [&] { session_with([](SessionOptions& o) { o.prefill_buckets = {32}; }); });
+    row("negative threads", ErrorKind::config, {"threads must be >= 0", "-1"},
+        [&] { session_with([](SessionOptions& o) { o.threads = -1; }); });
+    row("max_seq 0", ErrorKind::config, {"max_seq must be >= 1, got 0"},
+        [&] { session_with([](SessionOptions& o) { o.max_seq = 0; }); });
+    row("max_seq beyond memory", ErrorKind::capacity, {"max_seq 2147483647", "bytes"},
+        [&] { session_with([](SessionOptions& o) { o.max_seq = std::numeric_limits<int>::max(); o.prefill_buckets = {8}; }); });
+    row("negative load threads", ErrorKind::config, {"threads", "-3"}, [&] {
+        LoadOptions o = options();
+        o.threads = -3;
+        load_model(kFixture, o);
+    });
+    row("top_p 0", ErrorKind::config, {"top_p must be in (0, 1]"}, [&] {
+        GenerateOptions g;
+        g.sampling.temperature = 1.0f;
+        g.sampling.top_p = 0.0f;
+        generate(s, nullptr, std::vector<int>{1}, g);
+    });
+    row("NaN temperature", ErrorKind::config, {"temperature must be finite"}, [&] {
+        GenerateOptions g;
+        g.sampling.temperature = std::nanf("");
+        generate(s, nullptr, std::vector<int>{1}, g);
+    });
+    row("negative max_tokens", ErrorKind::config, {"max_tokens must be >= 0"}, [&] {
+        GenerateOptions g;
+        g.max_tokens = -1;
+        generate(s, nullptr, std::vector<int>{1}, g);
+    });
+
+    CHECK(rows.size() >= 30);
+    for (const Row& r : rows) {
+        INFO("row: " << r.what);
+        const std::vector<float> before(s.logits().begin(), s.logits().end());
+        bool threw = false;
+        try {
+            r.call();
+        } catch (const Error& e) {
+            threw = true;
+            CHECK_MESSAGE(e.kind() == r.kind, "kind " << error_kind_name(e.kind()) << " (want "
+                                                      << error_kind_name(r.kind) << "): " << e.what());
+            for (const std::string& n : r.needles)
+                CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos,
+                              "'" << n << "' not in: " << e.what());
+        } catch (const std::exception& e) {
+            threw = true;
+            FAIL_CHECK("not a staticlm::Error: " << e.what());
+        }
+        CHECK_MESSAGE(threw, "no error thrown");
+        // The session is untouched: same position, same logits, same next step.
+        REQUIRE(s.pos() == P);
+        CHECK(std::equal(before.begin(), before.end(), s.logits().begin(), s.logits().end()));
+        const std::span<const float> got = s.decode(7);
+        CHECK(std::equal(next.begin(), next.end(), got.begin(), got.end()));
+        s.rewind(1);
+    }
+}
