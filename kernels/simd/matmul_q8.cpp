@@ -150,10 +150,24 @@ inline int32_t quantize_group(const float* x, float s, int8_t* q) {
 #endif
 }
 
+// max |x| of a group: exact in any order, so every target gets the reference scale.
 inline float group_absmax(const float* x) {
+#if STATICLM_TARGET == STATICLM_TARGET_AVX512
+    return _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x)), _mm512_abs_ps(_mm512_loadu_ps(x + 16))));
+#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
     float amax = 0.0f;
     for (int i = 0; i < kQ8Group; ++i) amax = std::max(amax, __builtin_fabsf(x[i]));
     return amax;
+#else
+    const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x));
+    for (int h = 1; h < 4; ++h) m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * h)));
+    __m128 v = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+    v = _mm_max_ss(v, _mm_movehdup_ps(v));
+    return _mm_cvtss_f32(v);
+#endif
 }
 
 void quantize_row(const float* x, const ActLayout& a, std::byte* dst) {
