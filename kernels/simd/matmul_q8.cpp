@@ -40,10 +40,10 @@ constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
 //
 // AVX-512 (32 zmm): a tile of kMr rows × kNp panels keeps kMr·kNp int32 group
 // accumulators and kMr·kNp fp32 sums in registers, plus kNp weight vectors and
-// one scale temporary: 6·2·2 + 2 + 1 = 27 zmm (activations are broadcast from
-// memory as the {1to16} operand of vpdpbusd, so they need no register). Zen 5
-// issues 2 vpdpbusd/cycle with ~4 cycles latency, so ≥ 8 independent chains hide
-// the latency; 12 do. Each weight vector feeds kMr = 6 vpdpbusd and each
+// one scale temporary: 6·2·2 + 2 + 2 = 28 zmm (activations are broadcast from
+// memory with vpbroadcastd into one temporary). At 2 vpdpbusd/cycle and an
+// assumed latency of 4-5 cycles, ≥ 10 independent chains hide the latency; 12 do
+// (a 12-chain and a 24-chain peak loop measured the same throughput here). Each weight vector feeds kMr = 6 vpdpbusd and each
 // broadcast feeds kNp = 2, i.e. 8 loads per 12 vpdpbusd (6 cycles) against 2-3
 // load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
 // vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70% of peak.
@@ -52,6 +52,7 @@ constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
 // panels needs 4·MR·NP accumulators; kMr = 2 rows × 1 panel = 8 ymm + weights,
 // broadcast, |x| and the ones constant for maddubs. Single-row tiles (decode)
 // take 2 panels, one from each of the thread's two weight streams.
+// The generic target is scalar; its tile shape only orders the loops.
 #if STATICLM_TARGET == STATICLM_TARGET_AVX512
 constexpr int kMr = 6;
 constexpr bool kTwoPanelTiles = true;
