@@ -38,15 +38,15 @@ constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
 
 // Tile sizes (rows of x × 16-row weight panels per inner kernel call).
 //
-// AVX-512 (32 zmm): a tile of kMr rows × kNp panels keeps kMr·kNp int32 group
-// accumulators and kMr·kNp fp32 sums in registers, plus kNp weight vectors and
-// one scale temporary: 6·2·2 + 2 + 2 = 28 zmm (activations are broadcast from
-// memory with vpbroadcastd into one temporary). At 2 vpdpbusd/cycle and an
-// assumed latency of 4-5 cycles, ≥ 10 independent chains hide the latency; 12 do
-// (a 12-chain and a 24-chain peak loop measured the same throughput here). Each weight vector feeds kMr = 6 vpdpbusd and each
-// broadcast feeds kNp = 2, i.e. 8 loads per 12 vpdpbusd (6 cycles) against 2-3
-// load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
-// vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70% of peak.
+// AVX-512 (32 zmm): a tile of kMr rows × NP = 2 panels keeps kMr·NP int32 group
+// accumulators and kMr·NP fp32 sums in registers, plus NP weight vectors and two
+// temporaries: 6·2·2 + 2 + 2 = 28 zmm (activations are broadcast from memory with
+// vpbroadcastd). At 2 vpdpbusd/cycle and an assumed latency of 4-5 cycles, ≥ 10
+// independent chains hide the latency; 12 do (12-chain and 24-chain peak loops
+// measured the same throughput here). Each weight vector feeds kMr = 6 vpdpbusd
+// and each broadcast feeds NP = 2: 8 loads per 12 vpdpbusd (6 cycles) against
+// 2-3 load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
+// vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70-80% of peak.
 //
 // AVX2 (16 ymm): a 16-row panel is two 8-row halves, so a tile of MR rows × NP
 // panels needs 4·MR·NP accumulators; kMr = 2 rows × 1 panel = 8 ymm + weights,
