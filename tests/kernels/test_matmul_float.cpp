@@ -314,7 +314,8 @@ TEST_CASE("float matmul matches the reference across cache tiles and threads") {
     struct Shape {
         int m, n, k;
     };
-    const Shape shapes[] = {{1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40}};
+    const Shape shapes[] = {{1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40},
+                            {13, 40, 301}};
     uint32_t seed = 1000;
     for (WeightType type : kFloatTypes)
         for (const Case& c : cases_for(type))
