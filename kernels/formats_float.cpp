@@ -13,10 +13,14 @@ namespace {
 
 size_t panel_bytes(WeightType type, int k) {
     switch (type) {
-        case WeightType::f32: return size_t(k) * kPanelRows * sizeof(float);
-        case WeightType::f16: return size_t(k) * kPanelRows * sizeof(uint16_t);
-        case WeightType::bf16: return size_t(padded_k(type, k)) * kPanelRows * sizeof(uint16_t);
-        case WeightType::q8: break;
+        case WeightType::f32:
+            return size_t(k) * kPanelRows * sizeof(float);
+        case WeightType::f16:
+            return size_t(k) * kPanelRows * sizeof(uint16_t);
+        case WeightType::bf16:
+            return size_t(padded_k(type, k)) * kPanelRows * sizeof(uint16_t);
+        case WeightType::q8:
+            break;
     }
     throw Error(ErrorKind::unsupported, "float_pack: weight type q8 is not a float format");
 }
@@ -62,9 +66,12 @@ void pack_panels(const void* src, int n, int k, int p0, int p1, std::byte* dst) 
 template <WeightType kType>
 void pack_typed(SrcType src_type, const void* src, int n, int k, int p0, int p1, std::byte* dst) {
     switch (src_type) {
-        case SrcType::f32: return pack_panels<kType, SrcType::f32>(src, n, k, p0, p1, dst);
-        case SrcType::f16: return pack_panels<kType, SrcType::f16>(src, n, k, p0, p1, dst);
-        case SrcType::bf16: return pack_panels<kType, SrcType::bf16>(src, n, k, p0, p1, dst);
+        case SrcType::f32:
+            return pack_panels<kType, SrcType::f32>(src, n, k, p0, p1, dst);
+        case SrcType::f16:
+            return pack_panels<kType, SrcType::f16>(src, n, k, p0, p1, dst);
+        case SrcType::bf16:
+            return pack_panels<kType, SrcType::bf16>(src, n, k, p0, p1, dst);
     }
 }
 
@@ -80,19 +87,21 @@ size_t float_packed_bytes(WeightType type, int n, int k) {
 
 void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
                 std::byte* dst) {
-    if (n0 < 0 || n1 > n || n0 > n1 || n0 % kPanelRows != 0 ||
-        (n1 % kPanelRows != 0 && n1 != n))
+    if (n0 < 0 || n1 > n || n0 > n1 || n0 % kPanelRows != 0 || (n1 % kPanelRows != 0 && n1 != n))
         throw Error(ErrorKind::input, "float_pack: row range [" + std::to_string(n0) + ", " +
                                           std::to_string(n1) + ") of n=" + std::to_string(n) +
                                           " is not panel-aligned (16 rows)");
     const int p0 = n0 / kPanelRows;
     const int p1 = (n1 + kPanelRows - 1) / kPanelRows;
     switch (type) {
-        case WeightType::f32: return pack_typed<WeightType::f32>(src_type, src, n, k, p0, p1, dst);
-        case WeightType::f16: return pack_typed<WeightType::f16>(src_type, src, n, k, p0, p1, dst);
+        case WeightType::f32:
+            return pack_typed<WeightType::f32>(src_type, src, n, k, p0, p1, dst);
+        case WeightType::f16:
+            return pack_typed<WeightType::f16>(src_type, src, n, k, p0, p1, dst);
         case WeightType::bf16:
             return pack_typed<WeightType::bf16>(src_type, src, n, k, p0, p1, dst);
-        case WeightType::q8: break;
+        case WeightType::q8:
+            break;
     }
     throw Error(ErrorKind::unsupported, "float_pack: weight type q8 is not a float format");
 }
@@ -120,10 +129,12 @@ void float_unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
         case WeightType::bf16: {
             const uint16_t* v = reinterpret_cast<const uint16_t*>(panel);
             for (int kk = 0; kk < k; ++kk)
-                out[kk] = bf16_to_f32(v[size_t(kk / 2) * 2 * kPanelRows + r * 2 + (kk & 1)]) * scale;
+                out[kk] =
+                    bf16_to_f32(v[size_t(kk / 2) * 2 * kPanelRows + r * 2 + (kk & 1)]) * scale;
             return;
         }
-        case WeightType::q8: break;
+        case WeightType::q8:
+            break;
     }
     throw Error(ErrorKind::unsupported, "float_unpack_row: weight type q8 is not a float format");
 }

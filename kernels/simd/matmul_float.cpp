@@ -272,7 +272,8 @@ struct Tiling {
         n_panels = (n + kPanelRows - 1) / kPanelRows;
         n_blocks = (n_panels + np - 1) / np;
         const size_t block_bytes = std::max<size_t>(1, panel_bytes * size_t(np));
-        nc = int(std::clamp<size_t>(kTileWeightBytes / block_bytes, 1, size_t(std::max(1, n_blocks))));
+        nc = int(
+            std::clamp<size_t>(kTileWeightBytes / block_bytes, 1, size_t(std::max(1, n_blocks))));
         n_tiles = (n_blocks + nc - 1) / nc;
         mc = mr * kMTileBlocks;
         m_tiles = (m + mc - 1) / mc;
@@ -317,8 +318,8 @@ void matmul_impl(const PackedMatrix& w, const float* x, size_t ldx, int m, float
     auto x_at = [x, ldx](int i) { return x + size_t(i) * ldx; };
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
     for (int t = 0; t < n_tiles; ++t)
-        run_tile(tl, t, m, w.n, kMR, kNP, kTiles, w.data, panel_bytes, panel_elems, x_at, ldx,
-                 w.k, y, ldy);
+        run_tile(tl, t, m, w.n, kMR, kNP, kTiles, w.data, panel_bytes, panel_elems, x_at, ldx, w.k,
+                 y, ldy);
 }
 
 // ---------------------------------------------------------------------------
@@ -333,9 +334,11 @@ void matmul_impl(const PackedMatrix& w, const float* x, size_t ldx, int m, float
 // One k pair j of the tile: acc[r][p] += xq[r][2j..2j+1] · panel p pair j.
 // (A function, not a lambda: a lambda would not inherit the target attribute.)
 template <int MR, int NP>
-STATICLM_BF16_TARGET __attribute__((always_inline)) inline void dpbf16_step(
-    const uint16_t* wp, size_t panel_elems, const uint16_t* xq, size_t ldq, int j,
-    __m512 (&a)[MR][NP]) {
+STATICLM_BF16_TARGET __attribute__((always_inline)) inline void dpbf16_step(const uint16_t* wp,
+                                                                            size_t panel_elems,
+                                                                            const uint16_t* xq,
+                                                                            size_t ldq, int j,
+                                                                            __m512 (&a)[MR][NP]) {
     __m512i wv[NP];
 #pragma GCC unroll 64
     for (int p = 0; p < NP; ++p)
@@ -369,8 +372,7 @@ STATICLM_BF16_TARGET void tile_dpbf16(const void* w, size_t panel_elems, const u
     const int j_main = n_pairs - n_pairs % KU;
     for (int j = 0; j < j_main; j += KU) {
 #pragma GCC unroll 8
-        for (int u = 0; u < KU; ++u)
-            dpbf16_step<MR, NP>(wp, panel_elems, xq, ldq, j + u, acc[u]);
+        for (int u = 0; u < KU; ++u) dpbf16_step<MR, NP>(wp, panel_elems, xq, ldq, j + u, acc[u]);
     }
     for (int j = j_main; j < n_pairs; ++j) dpbf16_step<MR, NP>(wp, panel_elems, xq, ldq, j, acc[0]);
 
@@ -402,7 +404,7 @@ STATICLM_BF16_TARGET void x_to_bf16(const float* x, int k, uint16_t* xq) {
     for (int c = 0; c < k; c += 32) {
         const int left = k - c;
         const __mmask16 lo = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-        const __mmask16 hi = left >= 32   ? __mmask16(0xffff)
+        const __mmask16 hi = left >= 32  ? __mmask16(0xffff)
                              : left > 16 ? __mmask16((1u << (left - 16)) - 1)
                                          : __mmask16(0);
         const __m512 a = _mm512_maskz_loadu_ps(lo, x + c);
@@ -411,8 +413,8 @@ STATICLM_BF16_TARGET void x_to_bf16(const float* x, int k, uint16_t* xq) {
     }
 }
 
-void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y,
-                    size_t ldy, std::byte* scratch, int n_threads) {
+void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
+                    std::byte* scratch, int n_threads) {
     if (m <= 0 || w.n <= 0) return;
     static constexpr auto kTiles = make_tiles_dpbf16(std::make_index_sequence<kNP>{});
     const int kp = padded_k(WeightType::bf16, w.k);

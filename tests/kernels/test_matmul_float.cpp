@@ -76,18 +76,24 @@ RefWeights ref_weights(WeightType type, const std::vector<float>& w) {
 
 float ref_weight(WeightType type, const RefWeights& r, size_t i) {
     switch (type) {
-        case WeightType::f32: return r.f32[i];
-        case WeightType::f16: return f16_to_f32(r.bits[i]);
-        default: return bf16_to_f32(r.bits[i]);
+        case WeightType::f32:
+            return r.f32[i];
+        case WeightType::f16:
+            return f16_to_f32(r.bits[i]);
+        default:
+            return bf16_to_f32(r.bits[i]);
     }
 }
 
 void ref_matmul(WeightType type, const RefWeights& r, int n, int k, const float* x, size_t ldx,
                 int m, float* y, size_t ldy) {
     switch (type) {
-        case WeightType::f32: return ref::matmul_f32(r.f32.data(), n, k, x, ldx, m, y, ldy);
-        case WeightType::f16: return ref::matmul_f16(r.bits.data(), n, k, x, ldx, m, y, ldy);
-        default: return ref::matmul_bf16(r.bits.data(), n, k, x, ldx, m, y, ldy);
+        case WeightType::f32:
+            return ref::matmul_f32(r.f32.data(), n, k, x, ldx, m, y, ldy);
+        case WeightType::f16:
+            return ref::matmul_f16(r.bits.data(), n, k, x, ldx, m, y, ldy);
+        default:
+            return ref::matmul_bf16(r.bits.data(), n, k, x, ldx, m, y, ldy);
     }
 }
 
@@ -200,18 +206,18 @@ TEST_CASE("float panels hold the documented element positions") {
         for (int kk = 0; kk < k; ++kk) w[size_t(r) * k + kk] = float(r * 100 + kk);
     Packed f32 = pack_all(WeightType::f32, SrcType::f32, w.data(), n, k);
     const float* pf = reinterpret_cast<const float*>(f32.w.data);
-    CHECK(pf[1 * 16 + 5] == 501.0f);                         // panel 0, k=1, row 5
-    CHECK(pf[3 * 16 + 2 * 16 + 1] == 1702.0f);              // panel 1, k=2, row 17
-    CHECK(pf[3 * 16 + 0 * 16 + 2] == 0.0f);                 // row 18: padding
+    CHECK(pf[1 * 16 + 5] == 501.0f);            // panel 0, k=1, row 5
+    CHECK(pf[3 * 16 + 2 * 16 + 1] == 1702.0f);  // panel 1, k=2, row 17
+    CHECK(pf[3 * 16 + 0 * 16 + 2] == 0.0f);     // row 18: padding
     Packed f16 = pack_all(WeightType::f16, SrcType::f32, w.data(), n, k);
     const uint16_t* ph = reinterpret_cast<const uint16_t*>(f16.w.data);
     CHECK(ph[2 * 16 + 7] == f32_to_f16(702.0f));
     Packed bf = pack_all(WeightType::bf16, SrcType::f32, w.data(), n, k);
     const uint16_t* pb = reinterpret_cast<const uint16_t*>(bf.w.data);
     // [panel][k_pad2/2 = 2][16][2]
-    CHECK(pb[0 * 32 + 4 * 2 + 1] == f32_to_bf16(401.0f));  // pair 0, row 4, k=1
-    CHECK(pb[1 * 32 + 4 * 2 + 0] == f32_to_bf16(402.0f));  // pair 1, row 4, k=2
-    CHECK(pb[1 * 32 + 4 * 2 + 1] == 0);                    // k=3: padding
+    CHECK(pb[0 * 32 + 4 * 2 + 1] == f32_to_bf16(401.0f));            // pair 0, row 4, k=1
+    CHECK(pb[1 * 32 + 4 * 2 + 0] == f32_to_bf16(402.0f));            // pair 1, row 4, k=2
+    CHECK(pb[1 * 32 + 4 * 2 + 1] == 0);                              // k=3: padding
     CHECK(pb[2 * 32 + 1 * 32 + 1 * 2 + 0] == f32_to_bf16(1702.0f));  // panel 1, pair 1, row 17
 }
 
@@ -260,14 +266,11 @@ TEST_CASE("float pack -> unpack round trip from every source type") {
 TEST_CASE("float packing rejects bad row ranges and rows") {
     const std::vector<float> w(40 * 4, 1.0f);
     Buffer buf(packed_bytes(WeightType::f16, 40, 4));
-    CHECK_THROWS_AS(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 8, 40,
-                                 buf.data()),
+    CHECK_THROWS_AS(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 8, 40, buf.data()),
                     Error);
-    CHECK_THROWS_AS(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 0, 41,
-                                 buf.data()),
+    CHECK_THROWS_AS(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 0, 41, buf.data()),
                     Error);
-    CHECK_NOTHROW(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 32, 40,
-                               buf.data()));
+    CHECK_NOTHROW(pack_weights(WeightType::f16, SrcType::f32, w.data(), 40, 4, 32, 40, buf.data()));
     PackedMatrix pm{WeightType::f16, 40, 4, buf.data(), buf.size()};
     std::vector<float> row(4);
     CHECK_THROWS_AS(unpack_row(pm, 40, 1.0f, row.data()), Error);
@@ -314,8 +317,8 @@ TEST_CASE("float matmul matches the reference across cache tiles and threads") {
     struct Shape {
         int m, n, k;
     };
-    const Shape shapes[] = {{1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40},
-                            {13, 40, 301}};
+    const Shape shapes[] = {
+        {1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40}, {13, 40, 301}};
     uint32_t seed = 1000;
     for (WeightType type : kFloatTypes)
         for (const Case& c : cases_for(type))
