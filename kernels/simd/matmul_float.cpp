@@ -314,7 +314,7 @@ void matmul_impl(const PackedMatrix& w, const float* x, size_t ldx, int m, float
     const size_t panel_bytes = panel_elems * sizeof(Elem<F>);
     const Tiling tl(m, w.n, panel_bytes, kMR, kNP);
     const int n_tiles = tl.count();
-    const int team = team_size(n_threads, n_tiles, m, w.n, w.k);
+    [[maybe_unused]] const int team = team_size(n_threads, n_tiles, m, w.n, w.k);
     auto x_at = [x, ldx](int i) { return x + size_t(i) * ldx; };
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
     for (int t = 0; t < n_tiles; ++t)
@@ -424,7 +424,7 @@ void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, fl
     uint16_t* xq = reinterpret_cast<uint16_t*>(scratch);  // [m][ldq] bf16
     const Tiling tl(m, w.n, panel_bytes, kMR, kNP);
     const int n_tiles = tl.count();
-    const int team = team_size(n_threads, n_tiles, m, w.n, w.k);
+    [[maybe_unused]] const int team = team_size(n_threads, n_tiles, m, w.n, w.k);
     auto x_at = [xq, ldq](int i) { return xq + size_t(i) * ldq; };
 #pragma omp parallel num_threads(team) if (team > 1)
     {
