@@ -30,6 +30,29 @@ size_t kv_bytes(const Case& c) {
     return 2 * size_t(c.h.n_kv_heads) * size_t(c.ctx) * size_t(c.h.head_dim) * 2;
 }
 
+// K/V copies of the current size, kept across the calls Google Benchmark makes
+// of one benchmark (filling 256 MiB each time would dominate the run).
+struct KvSet {
+    size_t bytes = 0;
+    int copies = 0;
+    Buffer buf;  // copies × align64(bytes): K [n_kv_heads][ctx][head_dim] then V, f16
+};
+KvSet g_kv;
+
+const Buffer& kv_copies(size_t bytes, int copies) {
+    if (g_kv.bytes == bytes && g_kv.copies == copies) return g_kv.buf;
+    g_kv = KvSet{};
+    g_kv.bytes = bytes;
+    g_kv.copies = copies;
+    const size_t stride = align64(bytes);
+    g_kv.buf = Buffer(stride * size_t(copies));
+    // Deterministic in the size; values are what matters, not which seed.
+    fill_f16(g_kv.buf.as<uint16_t>(), bytes / 2, 11 + bytes, 1.0f);
+    for (int i = 1; i < copies; ++i)
+        std::memcpy(g_kv.buf.data() + size_t(i) * stride, g_kv.buf.data(), bytes);
+    return g_kv.buf;
+}
+
 void bm_attention(benchmark::State& st, Case c) {
     release_matmul_weights();
     const kernels::KernelTable& kt = kernels::table();
@@ -39,11 +62,7 @@ void bm_attention(benchmark::State& st, Case c) {
     // other layers' weights: rotate copies so K/V come from memory, not LLC.
     const int copies = c.t == 1 ? rotation_copies(2 * half) : 1;
     const size_t stride = align64(2 * half);
-    Buffer cache(stride * size_t(copies));
-    fill_f16(cache.as<uint16_t>(), half / 2, 11, 1.0f);
-    fill_f16(cache.as<uint16_t>(half), half / 2, 12, 1.0f);
-    for (int i = 1; i < copies; ++i) std::memcpy(cache.data() + i * stride, cache.data(), 2 * half);
-
+    const Buffer& cache = kv_copies(2 * half, copies);
     const size_t row = size_t(c.h.n_heads) * size_t(c.h.head_dim);
     Buffer q(size_t(c.t) * row * 4);    // [t][n_heads][head_dim]
     Buffer out(size_t(c.t) * row * 4);  // [t][n_heads][head_dim]
@@ -66,27 +85,27 @@ void bm_attention(benchmark::State& st, Case c) {
     a.scale = 1.0f / std::sqrt(float(c.h.head_dim));
 
     int copy = 0;
-    int64_t iters = 0;
-    WallTimer timer;
+    CallTimer timer;
     for (auto _ : st) {
         a.k = cache.data() + size_t(copy) * stride;
         a.v = cache.data() + size_t(copy) * stride + half;
+        timer.start();
         kt.attention(a, scratch.data(), threads);
         benchmark::ClobberMemory();
+        timer.stop();
         if (++copy == copies) copy = 0;
-        ++iters;
     }
-    const double seconds = timer.seconds();
-    if (iters == 0 || seconds <= 0) return;
+    const double seconds = timer.seconds(options().mean);
+    if (timer.calls() == 0 || seconds <= 0) return;
     if (c.t == 1) {
-        const double gbs = double(2 * half) * double(iters) / seconds * 1e-9;
+        const double gbs = double(2 * half) / seconds * 1e-9;
         set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gbs);
     } else {
         // q·k and p·v: 2 flops each per head, visible position and dim (row i sees pos0+i+1).
         double visible = 0;
         for (int i = 0; i < c.t; ++i) visible += double(a.pos0 + i + 1);
         const double ops = 4.0 * c.h.n_heads * c.h.head_dim * visible;
-        set_figure(st, "GOPS", ops * double(iters) / seconds * 1e-9, "ratio_peak",
+        set_figure(st, "GOPS", ops / seconds * 1e-9, "ratio_peak",
                    ceilings().fp32_gflops);
     }
 }
@@ -100,6 +119,8 @@ void add(const Case& c) {
 }
 
 }  // namespace
+
+void release_kv_copies() { g_kv = KvSet{}; }
 
 void register_attention(const Options& opts) {
     if (opts.quick) {

@@ -19,6 +19,7 @@ struct Options {
     int threads = 1;           // passed to every kernel that takes n_threads
     bool quick = false;        // small subset for smoke runs; no cache-defeating rotation
     bool ceilings_only = false;
+    bool mean = false;         // figures from the mean iteration instead of the fastest
     std::string ceiling_isa;   // "", "avx512" or "avx2": forces the ceiling code path
 };
 
@@ -45,6 +46,8 @@ void register_attention(const Options& opts);
 void register_elementwise(const Options& opts);
 // Frees the packed weights bench_matmul keeps between benchmarks of one shape.
 void release_matmul_weights();
+// Frees the K/V cache copies bench_attention keeps between benchmarks.
+void release_kv_copies();
 
 // Weights read per M=1 call are kept out of the cache by rotating among copies
 // of at least this many bytes in total (LLC here is 32 MiB).
@@ -71,6 +74,30 @@ public:
 
 private:
     std::chrono::steady_clock::time_point t0_;
+};
+
+// Times each call of a kernel. Figures and ratios use the fastest call by
+// default: the ceilings are the fastest of many passes too, and on a shared
+// machine the mean mostly measures the other processes (--mean switches to
+// the mean; Google Benchmark's Time column is always the mean).
+class CallTimer {
+public:
+    void start() { t0_ = std::chrono::steady_clock::now(); }
+    void stop() {
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        total_ += s;
+        if (calls_ == 0 || s < best_) best_ = s;
+        ++calls_;
+    }
+    int64_t calls() const { return calls_; }
+    // seconds per call, as the figures use it
+    double seconds(bool mean) const { return mean ? total_ / double(calls_) : best_; }
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+    double total_ = 0, best_ = 0;
+    int64_t calls_ = 0;
 };
 
 // Sets a figure and its ratio to a ceiling (ratio omitted when the ceiling is unknown).

@@ -33,6 +33,7 @@ const char* op_name(Op op) {
 }
 
 void bm_elementwise(benchmark::State& st, Case c) {
+    release_kv_copies();
     const kernels::KernelTable& kt = kernels::table();
     const size_t total = size_t(c.rows) * size_t(c.n);
     Buffer a(total * 4), b(total * 4), out(total * 4);

@@ -75,6 +75,26 @@ struct PackedSet {
 
 PackedSet g_set;
 
+// The bf16 source of the current shape, kept while its four weight types are
+// packed one after the other (generating 400M values takes seconds).
+struct Source {
+    int n = 0, k = 0;
+    Buffer buf;  // [n][k] bf16
+};
+Source g_source;
+
+const Buffer& source(int n, int k) {
+    if (g_source.n != n || g_source.k != k) {
+        g_source = Source{};
+        g_source.n = n;
+        g_source.k = k;
+        g_source.buf = Buffer(size_t(n) * size_t(k) * 2);
+        fill_bf16(g_source.buf.as<uint16_t>(), size_t(n) * size_t(k),
+                  uint64_t(n) * 131 + uint64_t(k), 0.05f);
+    }
+    return g_source.buf;
+}
+
 const PackedSet& packed(WeightType type, int n, int k, int copies) {
     PackedSet& s = g_set;
     if (s.copies > 0 && s.type == type && s.n == n && s.k == k && s.copies >= copies) return s;
@@ -88,8 +108,7 @@ const PackedSet& packed(WeightType type, int n, int k, int copies) {
     s.buf = Buffer(s.stride * size_t(copies));
     {
         // bf16 source, as checkpoints store it: [n][k], deterministic per (n, k).
-        Buffer src(size_t(n) * size_t(k) * 2);
-        fill_bf16(src.as<uint16_t>(), size_t(n) * size_t(k), uint64_t(n) * 131 + uint64_t(k), 0.05f);
+        const Buffer& src = source(n, k);
         constexpr int kRowsPerTask = 64 * kernels::kPanelRows;
         const int n_tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
 #pragma omp parallel for schedule(dynamic) num_threads(options().threads)
@@ -129,23 +148,23 @@ void bm_matmul(benchmark::State& st, Case c) {
     fill_f32(x.as<float>(), size_t(c.m) * size_t(c.k), 7, 1.0f);
 
     int copy = 0;
-    int64_t iters = 0;
-    WallTimer timer;
+    CallTimer timer;
     for (auto _ : st) {
         const PackedMatrix w = set.matrix(copy);
+        timer.start();
         kernels::matmul(kt, w, x.as<float>(), size_t(c.k), c.m, y.as<float>(), size_t(c.n),
                         scratch.data(), threads);
         benchmark::ClobberMemory();
+        timer.stop();
         if (++copy == set.copies) copy = 0;
-        ++iters;
     }
-    const double seconds = timer.seconds();
-    if (iters == 0 || seconds <= 0) return;
+    const double seconds = timer.seconds(options().mean);
+    if (timer.calls() == 0 || seconds <= 0) return;
     if (c.m == 1) {
-        const double gbs = double(wbytes) * double(iters) / seconds * 1e-9;
+        const double gbs = double(wbytes) / seconds * 1e-9;
         set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gbs);
     } else {
-        const double gops = 2.0 * c.m * double(c.n) * c.k * double(iters) / seconds * 1e-9;
+        const double gops = 2.0 * c.m * double(c.n) * c.k / seconds * 1e-9;
         set_figure(st, "GOPS", gops, "ratio_peak", peak_for(c.type));
     }
     st.counters["copies"] = set.copies;
@@ -171,7 +190,10 @@ void add(const Case& c) {
 
 }  // namespace
 
-void release_matmul_weights() { g_set = PackedSet{}; }
+void release_matmul_weights() {
+    g_set = PackedSet{};
+    g_source = Source{};
+}
 
 void register_matmul(const Options& opts) {
     if (opts.quick) {
