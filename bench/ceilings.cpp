@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -249,11 +250,13 @@ Rate best_of(int reps, Measure measure) {
 // The machines here are shared: many short passes, keeping the best, find the
 // moments when this process has the cores and the memory bus to itself.
 Rate measure_read(bool avx512, int n_threads, bool quick) {
-    // 1 GiB is 32× the LLC here, read in windows of 128 MiB (4× LLC): a window
-    // was last read 7 windows ago, so it comes from DRAM. Quick mode only
-    // checks that the code runs.
+    // 1 GiB is 32× the LLC here, read in windows of 16 MiB: a window was last
+    // read 1008 MiB earlier, so it comes from DRAM. Short windows (well under
+    // a millisecond, like one GEMV call) leave passes that no other process
+    // interrupted; 128 MiB windows measured a third of the bandwidth under load.
+    // Quick mode only checks that the code runs.
     const size_t bytes = quick ? (size_t{64} << 20) : (size_t{1} << 30);
-    const size_t window = quick ? bytes : (size_t{128} << 20);
+    const size_t window = quick ? (size_t{8} << 20) : (size_t{16} << 20);
     const size_t part = window / n_threads / 4096 * 4096;
     Buffer buf(bytes);
     // First touch by the thread that will read the part (NUMA-local pages).
@@ -262,15 +265,27 @@ Rate measure_read(bool avx512, int n_threads, bool quick) {
             std::memset(buf.data() + w + t * part, 1 + t, part);
     });
     size_t w = 0;
-    return best_of(quick ? 3 : 48, [&] {
+    using Clock = std::chrono::steady_clock;
+    return best_of(int(3 * (bytes / window)), [&] {
         std::vector<uint64_t> sums(n_threads);
+        std::vector<Clock::time_point> t0(n_threads), t1(n_threads);
         const std::byte* base = buf.data() + w;
-        const double s = timed_parallel(n_threads, [&](int t) {
+        // The pass runs from the first thread's start to the last one's end,
+        // after a barrier: waking a sleeping OpenMP thread took milliseconds
+        // under load and is no part of the memory system's bandwidth.
+        timed_parallel(n_threads, [&](int t) {
+#pragma omp barrier
+            t0[t] = Clock::now();
             sums[t] = avx512 ? read_avx512(base + t * part, part)
                              : read_avx2(base + t * part, part);
+            t1[t] = Clock::now();
         });
         for (uint64_t v : sums) g_sink = g_sink + double(v);
         w = (w + window) % bytes;
+        const double s =
+            std::chrono::duration<double>(*std::max_element(t1.begin(), t1.end()) -
+                                          *std::min_element(t0.begin(), t0.end()))
+                .count();
         return double(part) * n_threads / s * 1e-9;
     });
 }
