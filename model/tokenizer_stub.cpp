@@ -10,3 +10,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir
 }
 
 }  // namespace staticlm
+
+namespace staticlm {
+
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file,
+                                              const std::filesystem::path&) {
+    throw Error(ErrorKind::unsupported, model_file.string() + ": no tokenizer implementation is built in");
+}
+
+}  // namespace staticlm
