@@ -88,7 +88,7 @@ void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvTy
     auto model = load(dir, w);
     const int V = model->config().vocab;
     const std::vector<int> ids = sequence(T, V, 7);
-    const Split whole{"whole", {64}, {16}, 8, T, {}};
+    const Split whole{"whole", {T}, {16}, 8, T, {}};
     const std::vector<float> ref = run_split(model, ids, whole, kv);
     const Split splits[] = {
         {"prefill 8, appends of 4", {8}, {4}, 8, 10, {7, 4, 9}},
