@@ -334,6 +334,31 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             [=] { load(d); });
     }
 
+    // --- llama2.c .bin checkpoints (the seed is a tiny valid file: dim 8, vocab 16) ---
+    {
+        const std::string bin = read_bytes(source_dir() / "fuzz" / "corpus" / "llama2c" / "tiny_shared.bin");
+        REQUIRE(bin.size() > 28);
+        const fs::path ok = dirs.tmp.path / "ok.bin";
+        write_file(ok, bin);
+        REQUIRE(model_config(*load_model(ok, options())).vocab == 16);  // the seed itself loads
+        const fs::path short_header = dirs.tmp.path / "short.bin";
+        write_file(short_header, bin.substr(0, 20));
+        row("llama2.c header truncated", ErrorKind::format, {"short.bin", "truncated llama2.c header (20 bytes)"},
+            [=] { load(short_header); });
+        std::string neg = bin;
+        const int32_t minus5 = -5;
+        std::memcpy(neg.data(), &minus5, 4);
+        const fs::path neg_dim = dirs.tmp.path / "neg.bin";
+        write_file(neg_dim, neg);
+        row("llama2.c negative dim", ErrorKind::format, {"neg.bin", "dim = -5 is out of range"},
+            [=] { load(neg_dim); });
+        const fs::path cut = dirs.tmp.path / "cut.bin";
+        write_file(cut, bin.substr(0, bin.size() - 4));
+        row("llama2.c weights truncated", ErrorKind::format,
+            {"cut.bin", "is " + std::to_string(bin.size() - 4) + " bytes, the header implies " + std::to_string(bin.size())},
+            [=] { load(cut); });
+    }
+
     // --- tokenizers ---
     {
         const fs::path d = dirs.tokenizer("this is not a protobuf");
