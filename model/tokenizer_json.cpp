@@ -24,8 +24,11 @@ uint64_t hash_bytes(const char* p, size_t n) {
     }
     uint64_t v = 0;
     std::memcpy(&v, p, n);
-    h = (h ^ v) * 0x94d049bb133111ebull;
-    return h ^ (h >> 32);
+    h ^= v;
+    // splitmix64's finalizer: every input bit reaches the low (index) bits.
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
 }
 
 constexpr size_t kMaxCachedWord = 128;     // bytes; longer words are not cached
@@ -38,18 +41,16 @@ constexpr size_t kMaxCacheEntries = 1 << 18;
 void StringIdMap::reserve(size_t n) {
     size_t cap = 16;
     while (cap < n * 2) cap *= 2;
-    if (cap > slots_.size()) {
-        slots_.assign(cap, 0);
-        for (size_t e = 0; e < n_; ++e) {
-            const uint64_t k = key_at_[e];
-            size_t mask = cap - 1;
-            size_t i = hash_bytes(arena_.data() + (k >> 24), k & 0xFFFFFF) & mask;
-            while (slots_[i] != 0) i = (i + 1) & mask;
-            slots_[i] = static_cast<uint32_t>(e + 1);
-        }
+    if (cap <= slots_.size()) return;
+    std::vector<Slot> old(cap, Slot{0, 0, 0, 0});
+    old.swap(slots_);
+    const size_t mask = cap - 1;
+    for (const Slot& s : old) {
+        if (s.tag == 0) continue;
+        size_t i = hash_bytes(arena_.data() + s.offset, s.length) & mask;
+        while (slots_[i].tag != 0) i = (i + 1) & mask;
+        slots_[i] = s;
     }
-    key_at_.reserve(n);
-    id_at_.reserve(n);
 }
 
 void StringIdMap::grow() { reserve(slots_.empty() ? 16 : slots_.size()); }
@@ -57,35 +58,37 @@ void StringIdMap::grow() { reserve(slots_.empty() ? 16 : slots_.size()); }
 int StringIdMap::put(std::string_view key, int id) {
     if ((n_ + 1) * 2 > slots_.size()) grow();
     const size_t mask = slots_.size() - 1;
-    for (size_t i = hash_bytes(key.data(), key.size()) & mask;; i = (i + 1) & mask) {
-        if (slots_[i] == 0) {
-            key_at_.push_back((static_cast<uint64_t>(arena_.size()) << 24) | key.size());
+    const uint64_t h = hash_bytes(key.data(), key.size());
+    const auto tag = static_cast<uint32_t>(h >> 32) | 1u;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        Slot& s = slots_[i];
+        if (s.tag == 0) {
+            s = Slot{tag, id, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size())};
             arena_.append(key);
-            id_at_.push_back(id);
-            slots_[i] = static_cast<uint32_t>(++n_);
+            ++n_;
             return -1;
         }
-        const size_t e = slots_[i] - 1;
-        const uint64_t k = key_at_[e];
-        if ((k & 0xFFFFFF) == key.size() &&
-            std::memcmp(arena_.data() + (k >> 24), key.data(), key.size()) == 0) {
-            int old = id_at_[e];
-            id_at_[e] = id;
+        if (s.tag == tag && s.length == key.size() &&
+            std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
+            const int old = s.id;
+            s.id = id;
             return old;
         }
     }
 }
 
-int StringIdMap::get(std::string_view key) const {
+uint64_t StringIdMap::hash(std::string_view key) { return hash_bytes(key.data(), key.size()); }
+
+int StringIdMap::get(std::string_view key, uint64_t h) const {
     if (slots_.empty()) return -1;
     const size_t mask = slots_.size() - 1;
-    for (size_t i = hash_bytes(key.data(), key.size()) & mask;; i = (i + 1) & mask) {
-        if (slots_[i] == 0) return -1;
-        const size_t e = slots_[i] - 1;
-        const uint64_t k = key_at_[e];
-        if ((k & 0xFFFFFF) == key.size() &&
-            std::memcmp(arena_.data() + (k >> 24), key.data(), key.size()) == 0)
-            return id_at_[e];
+    const auto tag = static_cast<uint32_t>(h >> 32) | 1u;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        const Slot& s = slots_[i];
+        if (s.tag == 0) return -1;
+        if (s.tag == tag && s.length == key.size() &&
+            std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
+            return s.id;
     }
 }
 

@@ -22,15 +22,26 @@ public:
     void reserve(size_t n);
     // Inserts or overwrites; returns the previous id or -1.
     int put(std::string_view key, int id);
-    int get(std::string_view key) const;
+    int get(std::string_view key) const { return get(key, hash(key)); }
+    // Split lookup for batches: hash, prefetch, then get.
+    static uint64_t hash(std::string_view key);
+    void prefetch(uint64_t h) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[h & (slots_.size() - 1)]);
+    }
+    int get(std::string_view key, uint64_t h) const;
     size_t size() const { return n_; }
 
 private:
+    // One cache line holds four slots; a lookup touches its slot and, on a
+    // tag match, the key bytes.
+    struct Slot {
+        uint32_t tag;  // high hash bits; 0 = empty (tags are forced odd)
+        int32_t id;
+        uint32_t offset, length;  // key bytes in arena_
+    };
     void grow();
     std::string arena_;
-    std::vector<uint64_t> key_at_;  // per entry: offset << 24 | length
-    std::vector<int> id_at_;
-    std::vector<uint32_t> slots_;   // entry index + 1, 0 = empty
+    std::vector<Slot> slots_;
     size_t n_ = 0;
 };
 
@@ -39,6 +50,13 @@ class MergeMap {
 public:
     void reserve(size_t n);
     void put(int left, int right, int rank, int merged);
+    void prefetch(int left, int right) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[mix(pack(left, right)) & (slots_.size() - 1)]);
+    }
+    static uint64_t pack(int left, int right) {
+        return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+               static_cast<uint32_t>(right);
+    }
     // Returns false when the pair has no merge.
     bool get(int left, int right, int& rank, int& merged) const {
         if (slots_.empty()) return false;
@@ -63,9 +81,9 @@ private:
     };
     static constexpr uint64_t kEmpty = ~0ull;
     static size_t mix(uint64_t k) {
-        k ^= k >> 31;
-        k *= 0x9E3779B97F4A7C15ull;
-        return static_cast<size_t>(k ^ (k >> 29));
+        k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finalizer
+        k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
+        return static_cast<size_t>(k ^ (k >> 31));
     }
     std::vector<Slot> slots_;
     size_t n_ = 0;
