@@ -291,3 +291,40 @@ TEST_CASE("gemma3 tokenizer.json matches the tokenizers library") {
     CHECK(ids[0] == 2);
     CHECK(ids[1] == tok->token_id("<start_of_turn>"));
 }
+
+TEST_CASE("pipeline variants (Metaspace, Split behaviors, GPT-2 ByteLevel, Strip) match tokenizers") {
+    std::ifstream f(fs::path(STATICLM_SOURCE_DIR) / "tests/fixtures/tokenizers/expected_ids.json");
+    REQUIRE(f);
+    const nlohmann::json fixture = nlohmann::json::parse(f);
+    std::string loaded_base;
+    nlohmann::json base;
+    for (const auto& v : fixture.at("variants")) {
+        const std::string name = v.at("name").get<std::string>();
+        const std::string base_name = v.at("base").get<std::string>();
+        const fs::path dir = data_dir() / (base_name + "-tokenizer");
+        if (!fs::exists(dir / "tokenizer.json")) {
+            MESSAGE("SKIPPED: variant " << name << ": " << dir.string() << " is absent");
+            continue;
+        }
+        if (loaded_base != base_name) {  // the fixture groups variants by base
+            std::ifstream bf(dir / "tokenizer.json");
+            base = nlohmann::json::parse(bf);
+            loaded_base = base_name;
+        }
+        nlohmann::json patched = base;
+        for (const auto& [key, value] : v.at("patch").items()) patched[key] = value;
+        const fs::path p = write_temp(name + ".json", patched.dump());
+        auto tok = load_tokenizer_json(p, "");
+        fs::remove(p);
+        const auto& cases = fixture.at("cases");
+        const auto& used = v.at("cases");
+        for (size_t k = 0; k < used.size(); ++k) {
+            const size_t i = used[k].get<size_t>();
+            const std::string text = from_hex(cases[i].at("text_hex").get<std::string>());
+            const auto expected = v.at("ids")[k].get<std::vector<int>>();
+            INFO(name << " case " << i << ": \"" << sanitized(text) << "\"");
+            CHECK(tok->encode(text, false) == expected);
+            CHECK(tok->decode(expected) == v.at("decoded")[k].get<std::string>());
+        }
+    }
+}
