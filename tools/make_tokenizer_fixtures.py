@@ -11,6 +11,7 @@
 # invalid subpart becomes U+FFFD — before encoding. The C++ side does the same.
 import json
 import os
+import random
 import sys
 
 import sentencepiece
@@ -156,6 +157,17 @@ def corpus():
         b"ok \xe4\xb8\xad\xe6\x96 cut", b"\xfe\xfe\xff\xff", b"tab\t\xa0nbsp-byte",
         b"\x00nul\x00", b"\x01\x02\x1f control", b"\x7f del",
     ]
+    # Random mixes of the characters the split regex treats differently
+    # (letters, digits, apostrophes and contractions, ASCII and Unicode spaces,
+    # CR/LF, punctuation, marks, CJK, emoji), from a fixed seed.
+    rng = random.Random(1234)
+    alphabet = (list("aZ09 '\t\r\n.,!?-_()\"") + ["'s", "'LL", "'re", "  ", "\n\n", " \n"] +
+                ["\u00e9", "\u0301", "\u00a0", "\u3000", "\u2028", "\u4e2d", "\u0663", "\u00bd",
+                 "\u2162", "\U0001F600", "\u200d", "\u017f", "\u0130", "\u00df", "\u2581", "<bos>",
+                 "<|eot_id|>", "1234", "\ufffd"])
+    for _ in range(60):
+        n = rng.randint(1, 24)
+        out.append("".join(rng.choice(alphabet) for _ in range(n)).encode())
     # Longer paragraphs built from the pieces above.
     out.append(("\n".join(prose[:12])).encode())
     out.append(("\n\n".join(code[:6])).encode())
