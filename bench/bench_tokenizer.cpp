@@ -53,7 +53,8 @@ void BM_load_gemma3(benchmark::State& state) {
     const fs::path dir = data_dir() / "gemma3-tokenizer";
     if (!fs::exists(dir / "tokenizer.json")) return state.SkipWithError("gemma3-tokenizer absent");
     for (auto _ : state) {
-        auto tok = staticlm::load_tokenizer_json(dir / "tokenizer.json", dir / "tokenizer_config.json");
+        auto tok =
+            staticlm::load_tokenizer_json(dir / "tokenizer.json", dir / "tokenizer_config.json");
         benchmark::DoNotOptimize(tok.get());
     }
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
@@ -65,7 +66,8 @@ void BM_load_llama3(benchmark::State& state) {
     const fs::path dir = data_dir() / "llama3-tokenizer";
     if (!fs::exists(dir / "tokenizer.json")) return state.SkipWithError("llama3-tokenizer absent");
     for (auto _ : state) {
-        auto tok = staticlm::load_tokenizer_json(dir / "tokenizer.json", dir / "tokenizer_config.json");
+        auto tok =
+            staticlm::load_tokenizer_json(dir / "tokenizer.json", dir / "tokenizer_config.json");
         benchmark::DoNotOptimize(tok.get());
     }
 }

@@ -31,7 +31,7 @@ uint64_t hash_bytes(const char* p, size_t n) {
     return h ^ (h >> 31);
 }
 
-constexpr size_t kMaxCachedWord = 128;     // bytes; longer words are not cached
+constexpr size_t kMaxCachedWord = 128;  // bytes; longer words are not cached
 constexpr size_t kMaxCacheEntries = 1 << 18;
 
 }  // namespace
@@ -63,7 +63,8 @@ int StringIdMap::put(std::string_view key, int id) {
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         Slot& s = slots_[i];
         if (s.tag == 0) {
-            s = Slot{tag, id, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size())};
+            s = Slot{tag, id, static_cast<uint32_t>(arena_.size()),
+                     static_cast<uint32_t>(key.size())};
             arena_.append(key);
             ++n_;
             return -1;
@@ -110,8 +111,8 @@ void MergeMap::reserve(size_t n) {
 
 void MergeMap::put(int left, int right, int rank, int merged) {
     if ((n_ + 1) * 2 > slots_.size()) reserve(n_ + 1 > 8 ? (n_ + 1) * 2 : 16);
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                         static_cast<uint32_t>(right);
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     const size_t mask = slots_.size() - 1;
     for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
         Slot& s = slots_[i];
@@ -199,36 +200,42 @@ void apply_behavior(const std::vector<Span>& spans, SplitBehavior behavior,
     out.clear();
     bool previous_match = false;
     switch (behavior) {
-    case SplitBehavior::kRemoved:
-        for (const Span& s : spans)
-            if (!s.match) out.emplace_back(s.begin, s.end);
-        break;
-    case SplitBehavior::kIsolated:
-        for (const Span& s : spans) out.emplace_back(s.begin, s.end);
-        break;
-    case SplitBehavior::kMergedWithPrevious:
-        for (const Span& s : spans) {
-            if (s.match && !previous_match && !out.empty()) out.back().second = s.end;
-            else out.emplace_back(s.begin, s.end);
-            previous_match = s.match;
-        }
-        break;
-    case SplitBehavior::kMergedWithNext:
-        for (size_t k = spans.size(); k-- > 0;) {
-            const Span& s = spans[k];
-            if (s.match && !previous_match && !out.empty()) out.back().first = s.begin;
-            else out.emplace_back(s.begin, s.end);
-            previous_match = s.match;
-        }
-        std::reverse(out.begin(), out.end());
-        break;
-    case SplitBehavior::kContiguous:
-        for (const Span& s : spans) {
-            if (s.match == previous_match && !out.empty()) out.back().second = s.end;
-            else out.emplace_back(s.begin, s.end);
-            previous_match = s.match;
-        }
-        break;
+        case SplitBehavior::kRemoved:
+            for (const Span& s : spans)
+                if (!s.match) out.emplace_back(s.begin, s.end);
+            break;
+        case SplitBehavior::kIsolated:
+            for (const Span& s : spans) out.emplace_back(s.begin, s.end);
+            break;
+        case SplitBehavior::kMergedWithPrevious:
+            for (const Span& s : spans) {
+                if (s.match && !previous_match && !out.empty())
+                    out.back().second = s.end;
+                else
+                    out.emplace_back(s.begin, s.end);
+                previous_match = s.match;
+            }
+            break;
+        case SplitBehavior::kMergedWithNext:
+            for (size_t k = spans.size(); k-- > 0;) {
+                const Span& s = spans[k];
+                if (s.match && !previous_match && !out.empty())
+                    out.back().first = s.begin;
+                else
+                    out.emplace_back(s.begin, s.end);
+                previous_match = s.match;
+            }
+            std::reverse(out.begin(), out.end());
+            break;
+        case SplitBehavior::kContiguous:
+            for (const Span& s : spans) {
+                if (s.match == previous_match && !out.empty())
+                    out.back().second = s.end;
+                else
+                    out.emplace_back(s.begin, s.end);
+                previous_match = s.match;
+            }
+            break;
     }
     std::erase_if(out, [](const auto& r) { return r.first == r.second; });
 }
@@ -285,8 +292,10 @@ int byte_token_value(std::string_view t) {
 
 void JsonTokenizer::normalize(std::string& s) const {
     for (const NormStep& n : normalizer_) {
-        if (n.kind == NormKind::kReplace) replace_all(s, n.pattern, n.content);
-        else if (!s.empty()) s.insert(0, n.content);
+        if (n.kind == NormKind::kReplace)
+            replace_all(s, n.pattern, n.content);
+        else if (!s.empty())
+            s.insert(0, n.content);
     }
 }
 
@@ -306,53 +315,54 @@ void JsonTokenizer::pre_tokenize(std::vector<Piece>& pieces) const {
         next.clear();
         for (Piece& p : pieces) {
             switch (step.kind) {
-            case PreKind::kSplitString:
-                string_spans(p.text, step.pattern, step.invert, spans);
-                apply_behavior(spans, step.behavior, ranges);
-                emit(p);
-                break;
-            case PreKind::kSplitRegex: {
-                split_regex(step.regex, p.text, scratch, matches);
-                spans.clear();
-                for (const auto& [b, e] : matches) spans.push_back({b, e, !step.invert});
-                apply_behavior(spans, step.behavior, ranges);
-                emit(p);
-                break;
-            }
-            case PreKind::kByteLevel: {
-                if (step.add_prefix_space && (p.text.empty() || p.text[0] != ' '))
-                    p.text.insert(0, 1, ' ');
-                ranges.clear();
-                if (step.use_regex) {
-                    split_regex(SplitRegex::kGpt2, p.text, scratch, matches);
-                    for (const auto& [b, e] : matches) ranges.emplace_back(b, e);
-                } else if (!p.text.empty()) {
-                    ranges.emplace_back(0, p.text.size());
+                case PreKind::kSplitString:
+                    string_spans(p.text, step.pattern, step.invert, spans);
+                    apply_behavior(spans, step.behavior, ranges);
+                    emit(p);
+                    break;
+                case PreKind::kSplitRegex: {
+                    split_regex(step.regex, p.text, scratch, matches);
+                    spans.clear();
+                    for (const auto& [b, e] : matches) spans.push_back({b, e, !step.invert});
+                    apply_behavior(spans, step.behavior, ranges);
+                    emit(p);
+                    break;
                 }
-                for (size_t k = 0; k < ranges.size(); ++k) {
-                    Piece q{std::string(), p.first && k == 0};
-                    for (size_t i = ranges[k].first; i < ranges[k].second; ++i)
-                        q.text += bl.byte_to_utf8[static_cast<uint8_t>(p.text[i])];
-                    next.push_back(std::move(q));
+                case PreKind::kByteLevel: {
+                    if (step.add_prefix_space && (p.text.empty() || p.text[0] != ' '))
+                        p.text.insert(0, 1, ' ');
+                    ranges.clear();
+                    if (step.use_regex) {
+                        split_regex(SplitRegex::kGpt2, p.text, scratch, matches);
+                        for (const auto& [b, e] : matches) ranges.emplace_back(b, e);
+                    } else if (!p.text.empty()) {
+                        ranges.emplace_back(0, p.text.size());
+                    }
+                    for (size_t k = 0; k < ranges.size(); ++k) {
+                        Piece q{std::string(), p.first && k == 0};
+                        for (size_t i = ranges[k].first; i < ranges[k].second; ++i)
+                            q.text += bl.byte_to_utf8[static_cast<uint8_t>(p.text[i])];
+                        next.push_back(std::move(q));
+                    }
+                    break;
                 }
-                break;
-            }
-            case PreKind::kMetaspace: {
-                replace_all(p.text, " ", step.replacement);
-                const bool starts = p.text.compare(0, step.replacement.size(), step.replacement) == 0;
-                if (!starts && (step.prepend == PrependScheme::kAlways ||
-                                (step.prepend == PrependScheme::kFirst && p.first)))
-                    p.text.insert(0, step.replacement);
-                if (step.split) {
-                    string_spans(p.text, step.replacement, false, spans);
-                    apply_behavior(spans, SplitBehavior::kMergedWithNext, ranges);
-                } else {
-                    ranges.assign(1, {0, p.text.size()});
-                    if (p.text.empty()) ranges.clear();
+                case PreKind::kMetaspace: {
+                    replace_all(p.text, " ", step.replacement);
+                    const bool starts =
+                        p.text.compare(0, step.replacement.size(), step.replacement) == 0;
+                    if (!starts && (step.prepend == PrependScheme::kAlways ||
+                                    (step.prepend == PrependScheme::kFirst && p.first)))
+                        p.text.insert(0, step.replacement);
+                    if (step.split) {
+                        string_spans(p.text, step.replacement, false, spans);
+                        apply_behavior(spans, SplitBehavior::kMergedWithNext, ranges);
+                    } else {
+                        ranges.assign(1, {0, p.text.size()});
+                        if (p.text.empty()) ranges.clear();
+                    }
+                    emit(p);
+                    break;
                 }
-                emit(p);
-                break;
-            }
             }
         }
         pieces.swap(next);
@@ -382,9 +392,12 @@ void JsonTokenizer::merge_word(std::string_view w, std::vector<int>& out) const 
     for (size_t i = 0; i < w.size();) {
         size_t len = 1;
         const auto b = static_cast<uint8_t>(w[i]);
-        if (b >= 0xF0) len = 4;
-        else if (b >= 0xE0) len = 3;
-        else if (b >= 0xC0) len = 2;
+        if (b >= 0xF0)
+            len = 4;
+        else if (b >= 0xE0)
+            len = 3;
+        else if (b >= 0xC0)
+            len = 2;
         const std::string_view ch = w.substr(i, len);
         i += len;
         const int id = vocab_.get(ch);
@@ -535,91 +548,93 @@ std::string JsonTokenizer::decode_impl(const std::vector<int>& ids, bool stable)
     std::vector<uint32_t> cps, offs;
     for (const DecStep& d : decoder_) {
         switch (d.kind) {
-        case DecKind::kByteLevel: {
-            // Raw bytes; the one UTF-8 repair happens at the end.
-            std::string all;
-            for (const std::string& t : tokens) {
-                decode_utf8(t, cps, offs);
-                const size_t mark = all.size();
-                bool ok = true;
-                for (uint32_t c : cps) {
-                    if (c >= 512 || bl.char_to_byte[c] < 0) {
-                        ok = false;
-                        break;
+            case DecKind::kByteLevel: {
+                // Raw bytes; the one UTF-8 repair happens at the end.
+                std::string all;
+                for (const std::string& t : tokens) {
+                    decode_utf8(t, cps, offs);
+                    const size_t mark = all.size();
+                    bool ok = true;
+                    for (uint32_t c : cps) {
+                        if (c >= 512 || bl.char_to_byte[c] < 0) {
+                            ok = false;
+                            break;
+                        }
+                        all.push_back(static_cast<char>(bl.char_to_byte[c]));
                     }
-                    all.push_back(static_cast<char>(bl.char_to_byte[c]));
+                    if (!ok) {
+                        all.resize(mark);
+                        all += t;
+                    }
                 }
-                if (!ok) {
-                    all.resize(mark);
-                    all += t;
-                }
+                tokens.assign(1, std::move(all));
+                break;
             }
-            tokens.assign(1, std::move(all));
-            break;
-        }
-        case DecKind::kMetaspace:
-            for (size_t i = 0; i < tokens.size(); ++i)
-                replace_all(tokens[i], d.pattern,
-                            (i == 0 && d.prepend != PrependScheme::kNever) ? "" : " ");
-            break;
-        case DecKind::kByteFallback: {
-            std::vector<std::string> out;
-            std::string bytes;
-            size_t n_bytes = 0;
-            auto flush = [&](bool at_end) {
-                if (n_bytes == 0) return;
-                std::string fixed;
-                // In stable mode an unfinished character at the very end stays
-                // raw (the caller holds it back); otherwise a group that is not
-                // valid UTF-8 becomes one U+FFFD per byte, as in `tokenizers`.
-                const size_t complete = complete_utf8_prefix(bytes);
-                const bool valid = sanitize_utf8(bytes, fixed);
-                const bool completable = stable && at_end && complete < bytes.size() &&
-                                         sanitize_utf8(std::string_view(bytes).substr(0, complete), fixed);
-                if (valid || completable) {
-                    out.push_back(bytes);
-                } else {
-                    for (size_t k = 0; k < n_bytes; ++k) out.emplace_back("\xEF\xBF\xBD");
+            case DecKind::kMetaspace:
+                for (size_t i = 0; i < tokens.size(); ++i)
+                    replace_all(tokens[i], d.pattern,
+                                (i == 0 && d.prepend != PrependScheme::kNever) ? "" : " ");
+                break;
+            case DecKind::kByteFallback: {
+                std::vector<std::string> out;
+                std::string bytes;
+                size_t n_bytes = 0;
+                auto flush = [&](bool at_end) {
+                    if (n_bytes == 0) return;
+                    std::string fixed;
+                    // In stable mode an unfinished character at the very end stays
+                    // raw (the caller holds it back); otherwise a group that is not
+                    // valid UTF-8 becomes one U+FFFD per byte, as in `tokenizers`.
+                    const size_t complete = complete_utf8_prefix(bytes);
+                    const bool valid = sanitize_utf8(bytes, fixed);
+                    const bool completable =
+                        stable && at_end && complete < bytes.size() &&
+                        sanitize_utf8(std::string_view(bytes).substr(0, complete), fixed);
+                    if (valid || completable) {
+                        out.push_back(bytes);
+                    } else {
+                        for (size_t k = 0; k < n_bytes; ++k) out.emplace_back("\xEF\xBF\xBD");
+                    }
+                    bytes.clear();
+                    n_bytes = 0;
+                };
+                for (std::string& t : tokens) {
+                    const int byte = byte_token_value(t);
+                    if (byte >= 0) {
+                        bytes.push_back(static_cast<char>(byte));
+                        ++n_bytes;
+                    } else {
+                        flush(false);
+                        out.push_back(std::move(t));
+                    }
                 }
-                bytes.clear();
-                n_bytes = 0;
-            };
-            for (std::string& t : tokens) {
-                const int byte = byte_token_value(t);
-                if (byte >= 0) {
-                    bytes.push_back(static_cast<char>(byte));
-                    ++n_bytes;
-                } else {
-                    flush(false);
-                    out.push_back(std::move(t));
+                flush(true);
+                tokens.swap(out);
+                break;
+            }
+            case DecKind::kFuse: {
+                std::string all;
+                for (const std::string& t : tokens) all += t;
+                tokens.assign(1, std::move(all));
+                break;
+            }
+            case DecKind::kStrip:
+                for (std::string& t : tokens) {
+                    size_t b = 0, e = t.size();
+                    for (size_t k = 0;
+                         k < d.start && t.compare(b, d.content.size(), d.content) == 0; ++k)
+                        b += d.content.size();
+                    for (size_t k = 0;
+                         k < d.stop && e >= b + d.content.size() &&
+                         t.compare(e - d.content.size(), d.content.size(), d.content) == 0;
+                         ++k)
+                        e -= d.content.size();
+                    t = t.substr(b, e - b);
                 }
-            }
-            flush(true);
-            tokens.swap(out);
-            break;
-        }
-        case DecKind::kFuse: {
-            std::string all;
-            for (const std::string& t : tokens) all += t;
-            tokens.assign(1, std::move(all));
-            break;
-        }
-        case DecKind::kStrip:
-            for (std::string& t : tokens) {
-                size_t b = 0, e = t.size();
-                for (size_t k = 0; k < d.start && t.compare(b, d.content.size(), d.content) == 0;
-                     ++k)
-                    b += d.content.size();
-                for (size_t k = 0; k < d.stop && e >= b + d.content.size() &&
-                                   t.compare(e - d.content.size(), d.content.size(), d.content) == 0;
-                     ++k)
-                    e -= d.content.size();
-                t = t.substr(b, e - b);
-            }
-            break;
-        case DecKind::kReplace:
-            for (std::string& t : tokens) replace_all(t, d.pattern, d.content);
-            break;
+                break;
+            case DecKind::kReplace:
+                for (std::string& t : tokens) replace_all(t, d.pattern, d.content);
+                break;
         }
     }
     std::string text;

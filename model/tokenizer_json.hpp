@@ -51,7 +51,8 @@ public:
     void reserve(size_t n);
     void put(int left, int right, int rank, int merged);
     void prefetch(int left, int right) const {
-        if (!slots_.empty()) __builtin_prefetch(&slots_[mix(pack(left, right)) & (slots_.size() - 1)]);
+        if (!slots_.empty())
+            __builtin_prefetch(&slots_[mix(pack(left, right)) & (slots_.size() - 1)]);
     }
     static uint64_t pack(int left, int right) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
@@ -181,7 +182,7 @@ public:
     MergeMap merges_;
     int unk_id_ = -1;
     bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
-    int byte_ids_[256];                     // <0xXX> ids, -1 when absent
+    int byte_ids_[256];                         // <0xXX> ids, -1 when absent
     std::vector<int> prefix_ids_, suffix_ids_;  // added by encode(add_special)
     int bos_id_ = -1, eos_id_ = -1;
 

@@ -61,28 +61,47 @@ public:
             if (pos_ >= doc_.size()) fail("unterminated string");
             const char e = doc_[pos_++];
             switch (e) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
-            case 'u': {
-                uint32_t cp = hex4();
-                if (cp >= 0xD800 && cp < 0xDC00 && doc_.substr(pos_, 2) == "\\u") {
-                    const size_t save = pos_;
-                    pos_ += 2;
-                    const uint32_t lo = hex4();
-                    if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    else pos_ = save;
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'u': {
+                    uint32_t cp = hex4();
+                    if (cp >= 0xD800 && cp < 0xDC00 && doc_.substr(pos_, 2) == "\\u") {
+                        const size_t save = pos_;
+                        pos_ += 2;
+                        const uint32_t lo = hex4();
+                        if (lo >= 0xDC00 && lo < 0xE000)
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        else
+                            pos_ = save;
+                    }
+                    if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;  // a lone surrogate
+                    append_utf8(out, cp);
+                    break;
                 }
-                if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;  // a lone surrogate
-                append_utf8(out, cp);
-                break;
-            }
-            default: fail("bad escape in string");
+                default:
+                    fail("bad escape in string");
             }
         }
     }
@@ -112,8 +131,10 @@ public:
                     continue;
                 }
                 ++pos_;
-                if (d == '{' || d == '[') ++depth;
-                else if ((d == '}' || d == ']') && --depth == 0) return;
+                if (d == '{' || d == '[')
+                    ++depth;
+                else if ((d == '}' || d == ']') && --depth == 0)
+                    return;
             }
             fail("unterminated object or array");
         } else {
@@ -144,10 +165,14 @@ private:
         for (int k = 0; k < 4; ++k) {
             const char c = doc_[pos_++];
             v <<= 4;
-            if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
-            else fail("bad \\u escape");
+            if (c >= '0' && c <= '9')
+                v |= static_cast<uint32_t>(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= static_cast<uint32_t>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= static_cast<uint32_t>(c - 'A' + 10);
+            else
+                fail("bad \\u escape");
         }
         return v;
     }
@@ -229,12 +254,18 @@ void parse_pre_tokenizer(const json& j, const std::string& file, std::vector<Pre
             throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         }
         const std::string b = j.at("behavior").get<std::string>();
-        if (b == "Removed") s.behavior = SplitBehavior::kRemoved;
-        else if (b == "Isolated") s.behavior = SplitBehavior::kIsolated;
-        else if (b == "MergedWithPrevious") s.behavior = SplitBehavior::kMergedWithPrevious;
-        else if (b == "MergedWithNext") s.behavior = SplitBehavior::kMergedWithNext;
-        else if (b == "Contiguous") s.behavior = SplitBehavior::kContiguous;
-        else unsupported(file, "pre_tokenizer Split behavior " + b);
+        if (b == "Removed")
+            s.behavior = SplitBehavior::kRemoved;
+        else if (b == "Isolated")
+            s.behavior = SplitBehavior::kIsolated;
+        else if (b == "MergedWithPrevious")
+            s.behavior = SplitBehavior::kMergedWithPrevious;
+        else if (b == "MergedWithNext")
+            s.behavior = SplitBehavior::kMergedWithNext;
+        else if (b == "Contiguous")
+            s.behavior = SplitBehavior::kContiguous;
+        else
+            unsupported(file, "pre_tokenizer Split behavior " + b);
         s.invert = j.value("invert", false);
     } else if (type == "ByteLevel") {
         s.kind = PreKind::kByteLevel;
@@ -384,12 +415,13 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
             m.ib = t.vocab_.get(m.b, m.hb);
             m.im = t.vocab_.get(m.ab, m.hab);
             if (m.ia < 0 || m.ib < 0 || m.im < 0)
-                throw Error(ErrorKind::format, file + ": merge #" + std::to_string(rank + static_cast<int>(k)) +
-                                                   " (" + m.a + " + " + m.b +
-                                                   ") uses a token missing from the vocab");
+                throw Error(ErrorKind::format,
+                            file + ": merge #" + std::to_string(rank + static_cast<int>(k)) + " (" +
+                                m.a + " + " + m.b + ") uses a token missing from the vocab");
             t.merges_.prefetch(m.ia, m.ib);
         }
-        for (size_t k = 0; k < n; ++k, ++rank) t.merges_.put(batch[k].ia, batch[k].ib, rank, batch[k].im);
+        for (size_t k = 0; k < n; ++k, ++rank)
+            t.merges_.put(batch[k].ia, batch[k].ib, rank, batch[k].im);
     }
     s.expect(']');
 }
@@ -418,24 +450,24 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         std::string key, mkey;
         s.expect('{');
         if (!s.accept('}')) do {
-            s.string(key);
-            s.expect(':');
-            if (key == "model" && s.peek() == '{') {
-                s.expect('{');
-                if (!s.accept('}')) do {
-                    s.string(mkey);
-                    s.expect(':');
-                    s.peek();
-                    const size_t b = s.pos();
+                s.string(key);
+                s.expect(':');
+                if (key == "model" && s.peek() == '{') {
+                    s.expect('{');
+                    if (!s.accept('}')) do {
+                            s.string(mkey);
+                            s.expect(':');
+                            s.peek();
+                            const size_t b = s.pos();
+                            s.skip_value();
+                            if (mkey == "vocab") vocab = {b, s.pos()};
+                            if (mkey == "merges") merges = {b, s.pos()};
+                        } while (s.accept(','));
+                    s.expect('}');
+                } else {
                     s.skip_value();
-                    if (mkey == "vocab") vocab = {b, s.pos()};
-                    if (mkey == "merges") merges = {b, s.pos()};
-                } while (s.accept(','));
-                s.expect('}');
-            } else {
-                s.skip_value();
-            }
-        } while (s.accept(','));
+                }
+            } while (s.accept(','));
         s.expect('}');
     }
     std::string rest;
@@ -443,7 +475,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         std::vector<std::pair<Range, const char*>> cuts;
         if (vocab.found()) cuts.push_back({vocab, "{}"});
         if (merges.found()) cuts.push_back({merges, "[]"});
-        if (cuts.size() == 2 && cuts[1].first.begin < cuts[0].first.begin) std::swap(cuts[0], cuts[1]);
+        if (cuts.size() == 2 && cuts[1].first.begin < cuts[0].first.begin)
+            std::swap(cuts[0], cuts[1]);
         size_t at = 0;
         for (const auto& [r, empty] : cuts) {
             rest.append(doc, at, r.begin - at);
@@ -483,7 +516,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
             const std::string unk = m["unk_token"].get<std::string>();
             t->unk_id_ = t->vocab_.get(unk);
             if (t->unk_id_ < 0)
-                throw Error(ErrorKind::format, file + ": unk_token " + unk + " is not in the vocab");
+                throw Error(ErrorKind::format,
+                            file + ": unk_token " + unk + " is not in the vocab");
         }
         for (int b = 0; b < 256; ++b) {
             char name[8];
@@ -541,8 +575,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
             }
         }
         if (cfg.is_object()) {
-            if (cfg.contains("bos_token")) t->bos_id_ = t->token_id(token_content(cfg["bos_token"]));
-            if (cfg.contains("eos_token")) t->eos_id_ = t->token_id(token_content(cfg["eos_token"]));
+            if (cfg.contains("bos_token"))
+                t->bos_id_ = t->token_id(token_content(cfg["bos_token"]));
+            if (cfg.contains("eos_token"))
+                t->eos_id_ = t->token_id(token_content(cfg["eos_token"]));
             if (!has_template) {
                 if (cfg.value("add_bos_token", false) && t->bos_id_ >= 0)
                     t->prefix_ids_.push_back(t->bos_id_);

@@ -21,10 +21,14 @@ struct AsciiTable {
     constexpr AsciiTable() : cls() {
         for (int c = 0; c < 128; ++c) {
             CharClass k = CharClass::kOther;
-            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) k = CharClass::kLetter;
-            else if (c >= '0' && c <= '9') k = CharClass::kNumber;
-            else if (c == '\r' || c == '\n') k = CharClass::kNewline;
-            else if (c == ' ' || c == '\t' || c == '\v' || c == '\f') k = CharClass::kSpace;
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+                k = CharClass::kLetter;
+            else if (c >= '0' && c <= '9')
+                k = CharClass::kNumber;
+            else if (c == '\r' || c == '\n')
+                k = CharClass::kNewline;
+            else if (c == ' ' || c == '\t' || c == '\v' || c == '\f')
+                k = CharClass::kSpace;
             cls[c] = k;
         }
     }
@@ -230,9 +234,8 @@ size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass
     if (size_t c = contraction(cp, i, n, true)) return c;
     const CharClass k = cls[i];
     // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (k == CharClass::kLetter ||
-        ((k == CharClass::kSpace || k == CharClass::kOther) && i + 1 < n &&
-         cls[i + 1] == CharClass::kLetter)) {
+    if (k == CharClass::kLetter || ((k == CharClass::kSpace || k == CharClass::kOther) &&
+                                    i + 1 < n && cls[i + 1] == CharClass::kLetter)) {
         size_t j = i + 1;
         while (j < n && cls[j] == CharClass::kLetter) ++j;
         return j - i;
@@ -245,8 +248,10 @@ size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass
     }
     //  ?[^\s\p{L}\p{N}]+[\r\n]*
     size_t start = n;
-    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther) start = i + 1;
-    else if (k == CharClass::kOther) start = i;
+    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther)
+        start = i + 1;
+    else if (k == CharClass::kOther)
+        start = i;
     if (start < n) {
         size_t j = start;
         while (j < n && cls[j] == CharClass::kOther) ++j;

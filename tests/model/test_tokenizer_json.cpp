@@ -60,22 +60,22 @@ fs::path write_temp(const std::string& name, const std::string& text) {
 
 TEST_CASE("unicode classes") {
     CHECK(char_class('a') == CharClass::kLetter);
-    CHECK(char_class(0xE9) == CharClass::kLetter);     // é
-    CHECK(char_class(0x4E2D) == CharClass::kLetter);   // 中
-    CHECK(char_class(0x01C5) == CharClass::kLetter);   // ǅ (Lt)
-    CHECK(char_class(0x02B0) == CharClass::kLetter);   // ʰ (Lm)
+    CHECK(char_class(0xE9) == CharClass::kLetter);    // é
+    CHECK(char_class(0x4E2D) == CharClass::kLetter);  // 中
+    CHECK(char_class(0x01C5) == CharClass::kLetter);  // ǅ (Lt)
+    CHECK(char_class(0x02B0) == CharClass::kLetter);  // ʰ (Lm)
     CHECK(char_class('7') == CharClass::kNumber);
-    CHECK(char_class(0x0663) == CharClass::kNumber);   // Arabic-Indic 3 (Nd)
-    CHECK(char_class(0x2162) == CharClass::kNumber);   // Ⅲ (Nl)
-    CHECK(char_class(0x00BD) == CharClass::kNumber);   // ½ (No)
+    CHECK(char_class(0x0663) == CharClass::kNumber);  // Arabic-Indic 3 (Nd)
+    CHECK(char_class(0x2162) == CharClass::kNumber);  // Ⅲ (Nl)
+    CHECK(char_class(0x00BD) == CharClass::kNumber);  // ½ (No)
     CHECK(char_class(0x00A0) == CharClass::kSpace);
     CHECK(char_class(0x3000) == CharClass::kSpace);
     CHECK(char_class(0x2028) == CharClass::kSpace);
     CHECK(char_class('\n') == CharClass::kNewline);
-    CHECK(char_class(0x180E) == CharClass::kOther);    // not White_Space since Unicode 6.3
-    CHECK(char_class(0x200B) == CharClass::kOther);    // zero width space is Cf
-    CHECK(char_class(0x1F600) == CharClass::kOther);   // 😀
-    CHECK(char_class(0x0301) == CharClass::kOther);    // combining acute (Mn)
+    CHECK(char_class(0x180E) == CharClass::kOther);   // not White_Space since Unicode 6.3
+    CHECK(char_class(0x200B) == CharClass::kOther);   // zero width space is Cf
+    CHECK(char_class(0x1F600) == CharClass::kOther);  // 😀
+    CHECK(char_class(0x0301) == CharClass::kOther);   // combining acute (Mn)
 }
 
 TEST_CASE("llama3 split regex, hand-computed") {
@@ -111,17 +111,19 @@ TEST_CASE("UTF-8 repair uses maximal subparts") {
     CHECK(sanitize_utf8("plain", out));
     CHECK(sanitize_utf8("caf\xC3\xA9", out));
     const std::string r = "\xEF\xBF\xBD";
-    CHECK(sanitized("a\xFF" "b") == "a" + r + "b");
-    CHECK(sanitized("\xF0\x9F\x98") == r);                   // cut 4-byte sequence: one
+    CHECK(sanitized("a\xFF"
+                    "b") == "a" + r + "b");
+    CHECK(sanitized("\xF0\x9F\x98") == r);  // cut 4-byte sequence: one
     CHECK(sanitized("\xE2\x82(") == r + "(");
-    CHECK(sanitized("\xC0\x80") == r + r);                   // overlong: two
-    CHECK(sanitized("\xED\xA0\x80") == r + r + r);           // surrogate: three
-    CHECK(sanitized("\xF4\x90\x80\x80") == r + r + r + r);   // above U+10FFFF
+    CHECK(sanitized("\xC0\x80") == r + r);                  // overlong: two
+    CHECK(sanitized("\xED\xA0\x80") == r + r + r);          // surrogate: three
+    CHECK(sanitized("\xF4\x90\x80\x80") == r + r + r + r);  // above U+10FFFF
     CHECK(complete_utf8_prefix("ab\xE4\xB8") == 2);
     CHECK(complete_utf8_prefix("ab\xE4\xB8\xAD") == 5);
     CHECK(complete_utf8_prefix("ab\xF0\x9F\x98") == 2);
-    CHECK(complete_utf8_prefix("ab\xFF") == 3);              // invalid, not unfinished
-    CHECK(complete_utf8_prefix("ab\xE4" "A") == 4);
+    CHECK(complete_utf8_prefix("ab\xFF") == 3);  // invalid, not unfinished
+    CHECK(complete_utf8_prefix("ab\xE4"
+                               "A") == 4);
 }
 
 namespace {
@@ -168,8 +170,10 @@ TEST_CASE("tiny BPE: merge order, byte fallback, unk, added tokens") {
     CHECK(tok->encode("a<s>b<sep>", false) == std::vector<int>{10, 12, 4, 2, 13});
     CHECK(tok->encode("abc", true) == std::vector<int>{12, 11});
     CHECK(tok->decode({11, 4, 5, 8, 9}) == "abc ab\xC3\xA9");  // Strip drops one leading space
-    CHECK(tok->decode({12, 10, 13}) == "a<sep>");                // special <s> dropped
-    CHECK(tok->decode({1, 8, 1}) == "a\xEF\xBF\xBD" "a");        // lone C3 byte
+    CHECK(tok->decode({12, 10, 13}) == "a<sep>");              // special <s> dropped
+    CHECK(tok->decode({1, 8, 1}) ==
+          "a\xEF\xBF\xBD"
+          "a");  // lone C3 byte
     CHECK(tok->token_id("<sep>") == 13);
     CHECK(tok->token_id("abc") == 7);
     CHECK(tok->token_id("nope") == -1);
@@ -235,7 +239,8 @@ void check_against_fixture(const std::string& name) {
         // Gemma, the text has no literal U+2581 (the decoder turns it into a space).
         bool has_special = false;
         for (int id : expected) has_special = has_special || jt->is_special(id);
-        const bool metaspace_lossy = name == "gemma3" && text.find("\xE2\x96\x81") != std::string::npos;
+        const bool metaspace_lossy =
+            name == "gemma3" && text.find("\xE2\x96\x81") != std::string::npos;
         if (!has_special && !metaspace_lossy) {
             CHECK(decoded == sanitized(text));
             ++n_lossless;
@@ -248,7 +253,8 @@ void check_against_fixture(const std::string& name) {
         for (int id : expected) {
             prefix.push_back(id);
             const std::string now = jt->decode_stable(prefix);
-            stable_ok = stable_ok && valid_utf8(now) && now.compare(0, previous.size(), previous) == 0 &&
+            stable_ok = stable_ok && valid_utf8(now) &&
+                        now.compare(0, previous.size(), previous) == 0 &&
                         decoded.compare(0, now.size(), now) == 0;
             previous = now;
         }
@@ -292,7 +298,8 @@ TEST_CASE("gemma3 tokenizer.json matches the tokenizers library") {
     CHECK(ids[1] == tok->token_id("<start_of_turn>"));
 }
 
-TEST_CASE("pipeline variants (Metaspace, Split behaviors, GPT-2 ByteLevel, Strip) match tokenizers") {
+TEST_CASE(
+    "pipeline variants (Metaspace, Split behaviors, GPT-2 ByteLevel, Strip) match tokenizers") {
     std::ifstream f(fs::path(STATICLM_SOURCE_DIR) / "tests/fixtures/tokenizers/expected_ids.json");
     REQUIRE(f);
     const nlohmann::json fixture = nlohmann::json::parse(f);
