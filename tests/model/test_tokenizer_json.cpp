@@ -335,3 +335,29 @@ TEST_CASE(
         }
     }
 }
+
+TEST_CASE("cross-check with tokenizer_reference.json (a JavaScript port)") {
+    const fs::path ref_file = data_dir() / "tokenizer_reference.json";
+    if (!fs::exists(ref_file)) {
+        MESSAGE("SKIPPED: " << ref_file.string() << " is absent");
+        return;
+    }
+    std::ifstream f(ref_file);
+    const nlohmann::json ref = nlohmann::json::parse(f);
+    for (const char* name : {"llama3", "gemma3"}) {
+        const fs::path dir = data_dir() / (std::string(name) + "-tokenizer");
+        auto tok = load_tokenizer_json(dir / "tokenizer.json", dir / "tokenizer_config.json");
+        for (const auto& c : ref.at(std::string(name) + "_tokenizer_json").at("cases")) {
+            const std::string text = c.at("text").get<std::string>();
+            INFO(std::string(name) << ": \"" << text << "\"");
+            const auto ids = c.at("ids").get<std::vector<int>>();
+            CHECK(tok->encode(text, false) == ids);
+            CHECK(tok->encode(text, true) == c.at("ids_with_special").get<std::vector<int>>());
+            // The port's decoded text keeps special tokens; ours drops them.
+            const auto* jt = dynamic_cast<const JsonTokenizer*>(tok.get());
+            bool has_special = false;
+            for (int id : ids) has_special = has_special || jt->is_special(id);
+            if (!has_special) CHECK(tok->decode(ids) == c.at("decoded").get<std::string>());
+        }
+    }
+}
