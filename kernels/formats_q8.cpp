@@ -1,15 +1,102 @@
-// STUB: to be written (see the kernel issue). Compiles so the tree builds.
+// q8 weight packing: quantizes f32/f16/bf16 rows per group of 32 (with the
+// scalar reference quantizer, so packed weights match ref:: exactly) into the
+// 16-row panel layout documented in kernels.hpp, and reads rows back.
+#include <algorithm>
+#include <string>
+
+#include "include/staticlm/error.hpp"
 #include "kernels/formats_internal.hpp"
+#include "kernels/memory.hpp"
+#include "kernels/ref.hpp"
 
 namespace staticlm::kernels::detail {
 
-size_t q8_packed_bytes(int, int) { return 0; }
-void q8_pack(SrcType, const void*, int, int, int, int, std::byte*) {}
-void q8_unpack_row(const PackedMatrix&, int, float, float*) {}
-size_t q8_scratch_bytes(int, int) { return 0; }
+namespace {
+
+constexpr size_t kQ8BlockBytes = 576;  // 512 bytes of w + 128, then 16 float scales
+constexpr size_t kQ8ScaleOffset = 512;
+
+int q8_groups(int k) { return padded_k(WeightType::q8, k) / kQ8Group; }
+
+void check_shape(int n, int k, const char* what) {
+    if (n < 0 || k < 1)
+        throw Error(ErrorKind::input, std::string(what) + ": bad q8 matrix shape n=" +
+                                          std::to_string(n) + " k=" + std::to_string(k));
+}
+
+}  // namespace
+
+size_t q8_packed_bytes(int n, int k) {
+    check_shape(n, k, "q8_packed_bytes");
+    const size_t n_panels = size_t(n + kPanelRows - 1) / kPanelRows;
+    return n_panels * size_t(q8_groups(k)) * kQ8BlockBytes;
+}
+
+void q8_pack(SrcType src_type, const void* src, int n, int k, int n0, int n1, std::byte* dst) {
+    check_shape(n, k, "q8_pack");
+    if (n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
+        (n1 % kPanelRows != 0 && n1 != n))
+        throw Error(ErrorKind::input, "q8_pack: row range [" + std::to_string(n0) + ", " +
+                                          std::to_string(n1) + ") of " + std::to_string(n) +
+                                          " rows is not panel-aligned (16 rows)");
+    const int n_groups = q8_groups(k);
+    const int p0 = n0 / kPanelRows;
+    const int p1 = (n1 == n) ? (n + kPanelRows - 1) / kPanelRows : n1 / kPanelRows;
+    float buf[kQ8Group];
+    int8_t q[kQ8Group];
+    for (int p = p0; p < p1; ++p) {
+        std::byte* panel = dst + size_t(p) * size_t(n_groups) * kQ8BlockBytes;
+        for (int g = 0; g < n_groups; ++g) {
+            auto* block = reinterpret_cast<uint8_t*>(panel + size_t(g) * kQ8BlockBytes);
+            auto* scales = reinterpret_cast<float*>(block + kQ8ScaleOffset);
+            for (int r = 0; r < kPanelRows; ++r) {
+                const int row = p * kPanelRows + r;
+                const int len = std::min(kQ8Group, k - g * kQ8Group);
+                float s = 0.0f;
+                if (row < n) {
+                    const size_t base = size_t(row) * size_t(k) + size_t(g) * kQ8Group;
+                    for (int i = 0; i < len; ++i) buf[i] = load_src(src_type, src, base + size_t(i));
+                    ref::quantize_row_q8(buf, len, q, &s);
+                } else {
+                    for (int i = 0; i < kQ8Group; ++i) q[i] = 0;  // padding row
+                }
+                scales[r] = s;
+                // [k/4 = 8][16 rows][4]
+                for (int i = 0; i < kQ8Group; ++i)
+                    block[(i / 4) * 64 + r * 4 + (i % 4)] = uint8_t(int(q[i]) + 128);
+            }
+        }
+    }
+}
+
+void q8_unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
+    if (row < 0 || row >= w.n)
+        throw Error(ErrorKind::input, "q8_unpack_row: row " + std::to_string(row) +
+                                          " out of range [0, " + std::to_string(w.n) + ")");
+    const int n_groups = q8_groups(w.k);
+    const int p = row / kPanelRows, r = row % kPanelRows;
+    const std::byte* panel = w.data + size_t(p) * size_t(n_groups) * kQ8BlockBytes;
+    for (int i = 0; i < w.k; ++i) {
+        const int g = i / kQ8Group, j = i % kQ8Group;
+        const auto* block = reinterpret_cast<const uint8_t*>(panel + size_t(g) * kQ8BlockBytes);
+        const float* scales = reinterpret_cast<const float*>(block + kQ8ScaleOffset);
+        const int q = int(block[(j / 4) * 64 + r * 4 + (j % 4)]) - 128;
+        out[i] = float(q) * scales[r] * scale;
+    }
+}
+
+size_t q8_scratch_bytes(int m, int k) {
+    return m <= 0 ? 0 : size_t(m) * q8_act_row_bytes(k);
+}
 
 }  // namespace staticlm::kernels::detail
 
 namespace staticlm::kernels {
-size_t q8_act_row_bytes(int) { return 0; }
+
+// Per row: int8 q[k_pad], float scale[G], int32 corr[G], padded to 64 bytes.
+size_t q8_act_row_bytes(int k) {
+    const size_t n_groups = size_t(padded_k(WeightType::q8, k)) / kQ8Group;
+    return align64(n_groups * (kQ8Group + sizeof(float) + sizeof(int32_t)));
 }
+
+}  // namespace staticlm::kernels

@@ -8,15 +8,10 @@
 #include <cstdint>
 #include <span>
 
+#include "staticlm/types.hpp"
+
 namespace staticlm {
-
-enum class WeightType : uint8_t { f32, f16, bf16, q8 };
-enum class KvType : uint8_t { f16, f32 };
 enum class SrcType : uint8_t { f32, f16, bf16 };  // element type of a source tensor
-
-const char* weight_type_name(WeightType type);
-const char* kv_type_name(KvType type);
-
 }  // namespace staticlm
 
 namespace staticlm::kernels {

@@ -1,5 +1,60 @@
-// STUB: to be written (see the kernel issue). Compiles so the tree builds.
-#include "kernels/formats_internal.hpp"
+// Scalar reference for the q8 format and q8 matmul: the specification that the
+// packing code and every SIMD target are tested against. Plain row-major data.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "kernels/ref.hpp"
 
-namespace staticlm::kernels {}
+namespace staticlm::kernels::ref {
+
+void quantize_row_q8(const float* x, int k, int8_t* q, float* scale) {
+    const int k_pad = padded_k(WeightType::q8, k);
+    for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
+        const int len = std::max(0, std::min(kQ8Group, k - g0));
+        float amax = 0.0f;
+        for (int i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[g0 + i]));
+        const float s = amax / 127.0f;
+        scale[g0 / kQ8Group] = s;
+        for (int i = 0; i < kQ8Group; ++i) {
+            int v = 0;
+            if (i < len && s != 0.0f) {
+                // std::round rounds half away from zero.
+                const float r = std::round(x[g0 + i] / s);
+                v = int(std::max(-127.0f, std::min(127.0f, r)));
+            }
+            q[g0 + i] = int8_t(v);
+        }
+    }
+}
+
+void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {
+    for (int i = 0; i < k; ++i) out[i] = float(q[i]) * scale[i / kQ8Group];
+}
+
+void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
+               int m, float* y, size_t ldy) {
+    const int k_pad = padded_k(WeightType::q8, k);
+    const int n_groups = k_pad / kQ8Group;
+    std::vector<int8_t> xq(static_cast<size_t>(k_pad));
+    std::vector<float> xs(static_cast<size_t>(n_groups));
+    for (int r = 0; r < m; ++r) {
+        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        for (int c = 0; c < n; ++c) {
+            const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
+            const float* wsrow = wscale + size_t(c) * size_t(n_groups);
+            float acc = 0.0f;
+            for (int g = 0; g < n_groups; ++g) {
+                int32_t dot = 0;
+                for (int i = g * kQ8Group; i < (g + 1) * kQ8Group; ++i)
+                    dot += int32_t(wrow[i]) * int32_t(xq[size_t(i)]);
+                const float s = xs[size_t(g)] * wsrow[g];
+                const float term = s * float(dot);
+                acc += term;
+            }
+            y[size_t(r) * ldy + size_t(c)] = acc;
+        }
+    }
+}
+
+}  // namespace staticlm::kernels::ref

@@ -8,20 +8,12 @@
 #include <memory>
 
 #include "kernels/memory.hpp"
+#include "staticlm/types.hpp"
 #include "model/config.hpp"
 #include "model/tokenizer.hpp"
 #include "model/weights.hpp"
 
 namespace staticlm {
-
-struct LoadOptions {
-    WeightType weights = WeightType::q8;
-    int threads = 0;  // 0: all cores
-    bool load_tokenizer = true;
-    bool prefer_tokenizer_json = false;
-    // Called from the loading thread with (bytes converted, bytes total).
-    std::function<void(uint64_t done, uint64_t total)> progress;
-};
 
 class Model {
 public:

@@ -1,54 +1,13 @@
-// The tokenizer interface shared by the SentencePiece (tokenizer.model) and
-// Hugging Face tokenizer.json implementations.
+// Loading tokenizers from model directories (the interface is public:
+// include/staticlm/tokenizer.hpp).
 #pragma once
 
 #include <filesystem>
 #include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
+
+#include "staticlm/tokenizer.hpp"
 
 namespace staticlm {
-
-class Tokenizer {
-public:
-    virtual ~Tokenizer() = default;
-
-    // Ids of `text`. add_special: prepend BOS (when the tokenizer's config
-    // says so) — the text itself is never split inside special-token strings
-    // for tokenizer.json; SentencePiece treats them as plain text.
-    virtual std::vector<int> encode(std::string_view text, bool add_special) const = 0;
-    // Text of ids (special/control tokens are dropped).
-    virtual std::string decode(const std::vector<int>& ids) const = 0;
-    virtual int vocab_size() const = 0;
-    // Id of a piece/token string, or -1.
-    virtual int token_id(std::string_view piece) const = 0;
-    virtual std::string piece(int id) const = 0;
-    virtual int bos_id() const = 0;  // -1 when none
-    virtual int eos_id() const = 0;  // -1 when none
-};
-
-// Streaming decode: feed ids one at a time, get the newly completed text.
-// Holds back incomplete UTF-8 sequences (byte-fallback pieces) so that every
-// returned chunk is valid UTF-8, and applies the leading-space rule (the space
-// a SentencePiece piece carries after BOS is dropped once, as decode() does).
-// Allocation-free after construction for chunks up to `reserve` bytes.
-class StreamDecoder {
-public:
-    explicit StreamDecoder(const Tokenizer& tokenizer);
-    // Returns the text that is complete after `id` (may be empty).
-    std::string_view push(int id);
-    // Returns whatever is still held back (invalid sequences become U+FFFD).
-    std::string_view flush();
-    void reset();
-
-private:
-    const Tokenizer& tok_;
-    std::vector<int> ids_;       // ids since the last reset
-    std::string text_;           // decode(ids_) seen so far
-    size_t emitted_ = 0;         // bytes of text_ already returned
-    std::string out_;
-};
 
 // Loads the tokenizer of a model directory: tokenizer.model (SentencePiece)
 // unless absent or prefer_json, else tokenizer.json. Throws Error naming the file.

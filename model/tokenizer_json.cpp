@@ -579,22 +579,17 @@ std::string JsonTokenizer::decode_impl(const std::vector<int>& ids, bool stable)
                 std::vector<std::string> out;
                 std::string bytes;
                 size_t n_bytes = 0;
-                auto flush = [&](bool at_end) {
+                // A run of byte pieces stays raw; the UTF-8 repair at the end
+                // turns each maximal invalid subpart into one U+FFFD. (`tokenizers`
+                // turns every byte of a run that is not valid as a whole into
+                // U+FFFD, so decoding a prefix that ends inside a character would
+                // rewrite characters already complete; with this rule a prefix
+                // decodes to a prefix of the full text plus at most one trailing
+                // U+FFFD, which StreamDecoder holds back. Ids from encode() always
+                // form valid runs and decode identically.)
+                auto flush = [&] {
                     if (n_bytes == 0) return;
-                    std::string fixed;
-                    // In stable mode an unfinished character at the very end stays
-                    // raw (the caller holds it back); otherwise a group that is not
-                    // valid UTF-8 becomes one U+FFFD per byte, as in `tokenizers`.
-                    const size_t complete = complete_utf8_prefix(bytes);
-                    const bool valid = sanitize_utf8(bytes, fixed);
-                    const bool completable =
-                        stable && at_end && complete < bytes.size() &&
-                        sanitize_utf8(std::string_view(bytes).substr(0, complete), fixed);
-                    if (valid || completable) {
-                        out.push_back(bytes);
-                    } else {
-                        for (size_t k = 0; k < n_bytes; ++k) out.emplace_back("\xEF\xBF\xBD");
-                    }
+                    out.push_back(bytes);
                     bytes.clear();
                     n_bytes = 0;
                 };
@@ -604,11 +599,11 @@ std::string JsonTokenizer::decode_impl(const std::vector<int>& ids, bool stable)
                         bytes.push_back(static_cast<char>(byte));
                         ++n_bytes;
                     } else {
-                        flush(false);
+                        flush();
                         out.push_back(std::move(t));
                     }
                 }
-                flush(true);
+                flush();
                 tokens.swap(out);
                 break;
             }

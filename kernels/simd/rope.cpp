@@ -1,8 +1,68 @@
-// STUB: to be written (see the kernel issue). Compiles so the tree builds.
+// RoPE (rotate-half) for one target (compiled per target): pairs j, j + d/2
+// of each head. Per token, cos/sin of angle = float(pos) * inv_freq[j] (fp32
+// product, as transformers) are computed once with xsimd's sincos and applied
+// to every head; the rotation uses FMA. Zero angles leave both dims bit-exact.
+// GCC 12's AVX-512 headers write `__m512 __Y = __Y;` for "any value", and
+// -Wmaybe-uninitialized flags it wherever xsimd's exp/sincos or the
+// conversions inline; it is a false positive, silenced for this file only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/simd/simd.hpp"
 
 namespace staticlm::kernels::STATICLM_NS {
 
-void rope(float* /*x*/, size_t /*ldx*/, int /*t*/, int /*n_heads*/, int /*head_dim*/, int /*pos0*/, const float* /*inv_freq*/) { }
+namespace {
+using B = xsimd::batch<float, Arch>;
+constexpr size_t kLanes = B::size;
+// Pairs per cos/sin block: 128 covers head_dim 256 in one block; two 512-byte
+// tables stay in L1 while every head of the token is rotated.
+constexpr int kChunk = 128;
+static_assert(kChunk % kLanes == 0);
+}  // namespace
+
+void rope(float* x, size_t ldx, int t, int n_heads, int head_dim, int pos0,
+          const float* inv_freq) {
+    const int half = head_dim / 2;
+    alignas(64) float freq[kChunk];
+    alignas(64) float cs[kChunk];
+    alignas(64) float sn[kChunk];
+    for (int i = 0; i < t; ++i) {
+        const B pos(float(pos0 + i));
+        float* xt = x + size_t(i) * ldx;
+        for (int j0 = 0; j0 < half; j0 += kChunk) {
+            const size_t nj = size_t(std::min(kChunk, half - j0));
+            const size_t nj_pad = (nj + kLanes - 1) / kLanes * kLanes;
+            std::fill(std::copy(inv_freq + j0, inv_freq + j0 + nj, freq), freq + nj_pad, 0.0f);
+            for (size_t j = 0; j < nj_pad; j += kLanes) {
+                const auto [s, c] = xsimd::sincos(pos * B::load_aligned(freq + j));
+                s.store_aligned(sn + j);
+                c.store_aligned(cs + j);
+            }
+            for (int h = 0; h < n_heads; ++h) {
+                float* a = xt + size_t(h) * head_dim + j0;
+                float* b = a + half;
+                size_t j = 0;
+                for (; j + kLanes <= nj; j += kLanes) {
+                    const B va = B::load_unaligned(a + j), vb = B::load_unaligned(b + j);
+                    const B c = B::load_aligned(cs + j), s = B::load_aligned(sn + j);
+                    // sin == 0 only for a zero angle: keep the inputs (and -0, inf) as they are.
+                    const auto keep = s == B(0.0f);
+                    xsimd::select(keep, va, xsimd::fnma(vb, s, va * c)).store_unaligned(a + j);
+                    xsimd::select(keep, vb, xsimd::fma(va, s, vb * c)).store_unaligned(b + j);
+                }
+                for (; j < nj; ++j) {
+                    if (sn[j] == 0.0f) continue;
+                    const float va = a[j], vb = b[j];
+                    a[j] = std::fma(-vb, sn[j], va * cs[j]);
+                    b[j] = std::fma(va, sn[j], vb * cs[j]);
+                }
+            }
+        }
+    }
+}
 
 }  // namespace staticlm::kernels::STATICLM_NS

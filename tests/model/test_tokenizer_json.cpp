@@ -174,6 +174,9 @@ TEST_CASE("tiny BPE: merge order, byte fallback, unk, added tokens") {
     CHECK(tok->decode({1, 8, 1}) ==
           "a\xEF\xBF\xBD"
           "a");  // lone C3 byte
+    // é then a lone C3: one U+FFFD for the unfinished character only (tokenizers
+    // would give three, one per byte of the run; see the ByteFallback note).
+    CHECK(tok->decode({8, 9, 8}) == "\xC3\xA9\xEF\xBF\xBD");
     CHECK(tok->token_id("<sep>") == 13);
     CHECK(tok->token_id("abc") == 7);
     CHECK(tok->token_id("nope") == -1);
@@ -260,6 +263,19 @@ void check_against_fixture(const std::string& name) {
         }
         CHECK(stable_ok);
         CHECK(previous == decoded);
+        // The shared StreamDecoder over this tokenizer: valid UTF-8 chunks that
+        // add up to the full decode.
+        StreamDecoder stream(*tok);
+        std::string streamed;
+        bool chunks_valid = true;
+        for (int id : expected) {
+            const std::string_view chunk = stream.push(id);
+            chunks_valid = chunks_valid && valid_utf8(chunk);
+            streamed += chunk;
+        }
+        streamed += stream.flush();
+        CHECK(chunks_valid);
+        CHECK(streamed == decoded);
         ++n_cases;
     }
     CHECK(n_cases >= 200);

@@ -1,0 +1,75 @@
+// StaticKVCache: the KV cache of one session, allocated once as one arena.
+// Layer il owns k/v views [n_kv_heads][n_slots][head_dim] (f16 or f32) unless
+// its kv_source is another layer, whose views it then reads (Gemma 4 KV
+// sharing). Position p of a layer lives in slot p % n_slots: full storage has
+// n_slots = max_seq; ring storage for a sliding layer keeps window + q_max slots.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+
+namespace staticlm {
+
+struct KvLayerSpec {
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    int kv_source = 0;  // == own index when the layer owns its K/V
+    int window = 0;     // sliding window W, 0 for full attention
+};
+
+struct KvView {
+    void* k = nullptr;  // [n_kv_heads][n_slots][head_dim]
+    void* v = nullptr;  // [n_kv_heads][n_slots][head_dim]
+    int n_slots = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    KvType type = KvType::f16;
+
+    size_t element_bytes() const { return type == KvType::f16 ? 2 : 4; }
+    // Byte offset of (kv head h, position p) inside k or v.
+    size_t offset(int h, int p) const {
+        return ((size_t(h) * size_t(n_slots)) + size_t(p % n_slots)) * size_t(head_dim) *
+               element_bytes();
+    }
+};
+
+class StaticKVCache {
+public:
+    StaticKVCache() = default;
+    // ring_sliding: sliding layers keep window + q_max slots instead of max_seq.
+    StaticKVCache(std::span<const KvLayerSpec> layers, int max_seq, KvType type, bool ring_sliding,
+                  int q_max);
+    StaticKVCache(const StaticKVCache&) = delete;
+    StaticKVCache& operator=(const StaticKVCache&) = delete;
+    StaticKVCache(StaticKVCache&&) = default;
+    StaticKVCache& operator=(StaticKVCache&&) = default;
+
+    // The K/V a layer reads (its own, or its source layer's).
+    const KvView& view(int il) const { return views_[size_t(il)]; }
+    bool owns(int il) const { return owner_[size_t(il)]; }
+    int n_layers() const { return int(views_.size()); }
+    int max_seq() const { return max_seq_; }
+    KvType type() const { return type_; }
+    size_t bytes() const { return arena_.size(); }
+    // Bytes one more token costs in full-storage layers (ring layers cost nothing per token).
+    size_t bytes_per_token() const { return bytes_per_token_; }
+    // The largest n that rewind(n) may use at position pos, when positions up
+    // to high_water - 1 have been written: every ring must still hold the
+    // window in front of pos - n. Without rings, pos.
+    int max_rewind(int pos, int high_water) const;
+
+private:
+    Buffer arena_;
+    std::vector<KvView> views_;
+    std::vector<char> owner_;
+    std::vector<int> ring_keep_;  // per ring layer: slots beyond the window (= q_max)
+    int max_seq_ = 0;
+    KvType type_ = KvType::f16;
+    size_t bytes_per_token_ = 0;
+};
+
+}  // namespace staticlm

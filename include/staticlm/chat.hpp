@@ -1,0 +1,60 @@
+// Chat templates (Llama 3, Gemma 4, plain text) and a multi-turn chat that
+// keeps one session: each turn appends only the tokens not yet in the cache.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "staticlm/generate.hpp"
+
+namespace staticlm {
+
+enum class ChatFormat { plain, llama3, gemma4 };
+
+const char* chat_format_name(ChatFormat format);
+
+struct ChatMessage {
+    std::string role;  // "system", "user", "assistant"
+    std::string content;
+};
+
+struct ChatOptions {
+    std::string system;               // empty: no system text (Llama 3 still has its block)
+    std::string date = "26 Jul 2024";  // Llama 3 "Today Date" (explicit for reproducibility)
+};
+
+// The format named by a checkpoint's chat template (tokenizer_config.json
+// "chat_template" or chat_template.jinja); plain when there is none or it is
+// not one of the known formats.
+ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
+ChatFormat chat_format_from_template(std::string_view template_text);
+
+// The whole conversation as text, as apply_chat_template(add_generation_prompt) renders it.
+std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,
+                        const ChatOptions& options, bool add_generation_prompt);
+
+class Chat {
+public:
+    Chat(Session& session, const Tokenizer& tokenizer, ChatFormat format, ChatOptions options);
+    // Renders the user turn, appends what the cache lacks, generates the reply.
+    GenerateResult reply(std::string_view user, const GenerateOptions& options, TextSink sink = {});
+    const std::vector<ChatMessage>& history() const { return history_; }
+    // Ids that the cache holds (the session's positions 0 .. pos-1).
+    const std::vector<int>& cached() const { return cached_; }
+
+private:
+    std::vector<int> turn_ids(std::string_view user) const;
+
+    Session& session_;
+    const Tokenizer& tokenizer_;
+    ChatFormat format_;
+    ChatOptions options_;
+    std::vector<ChatMessage> history_;
+    std::vector<int> cached_;
+    int pending_ = -1;       // last generated token, not yet in the cache
+    bool pending_ends_turn_ = false;
+};
+
+}  // namespace staticlm

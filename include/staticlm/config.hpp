@@ -1,0 +1,56 @@
+// ModelConfig and per-layer LayerConfig: plain data filled once from a
+// checkpoint's config.json (and generation/tokenizer configs). The forward
+// pass reads these fields; it never tests an architecture name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace staticlm {
+
+enum class AttentionType { full, sliding };
+enum class Activation { silu, gelu_tanh };
+
+struct LayerConfig {
+    AttentionType attention = AttentionType::full;
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 0;
+    int window = 0;       // sliding: W (sees p-W+1 .. p); full: 0
+    int kv_source = 0;    // layer whose K/V this layer reads; == own index when it owns K/V
+    int ffn_dim = 0;
+    float attn_scale = 1.0f;       // 1/sqrt(head_dim) for Llama, 1.0 for Gemma 4
+    std::vector<float> inv_freq;   // [head_dim/2]; zeros pass dims through
+    bool qk_norm = false;          // RMSNorm(q), RMSNorm(k) per head with weights
+    bool v_norm = false;           // RMSNorm(v) per head without weight
+    bool k_eq_v = false;           // no v_proj: V is the raw k_proj output (Gemma 4 attention_k_eq_v)
+    bool sandwich_norms = false;   // post-attention and pre/post-FFN norms (Gemma)
+};
+
+struct ModelConfig {
+    std::string architecture;  // as in config.json, for display
+    std::string family;        // "llama" or "gemma4", for display and tensor names
+    int hidden = 0;
+    int vocab = 0;
+    int n_layers = 0;
+    float rms_eps = 1e-5f;
+    Activation activation = Activation::silu;
+    float embed_scale = 1.0f;        // multiplies E[ids] (sqrt(H) for Gemma)
+    float final_softcap = 0.0f;      // 0: none
+    bool tie_embeddings = false;
+    int max_position = 0;            // max_position_embeddings, informational
+
+    // Gemma 4 per-layer inputs (PLE); 0 when absent.
+    int per_layer_dim = 0;           // D = hidden_size_per_layer_input
+    int per_layer_vocab = 0;         // vocab_size_per_layer_input
+
+    // Special tokens (from config.json, generation_config.json, tokenizer_config.json).
+    int bos_id = -1;
+    std::vector<int> eos_ids;
+    int pad_id = -1;
+    bool add_bos = true;
+
+    std::vector<LayerConfig> layers;
+};
+
+}  // namespace staticlm

@@ -1,0 +1,39 @@
+// Loading models for the public API. Model itself is opaque here; sessions
+// share it through std::shared_ptr.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "staticlm/config.hpp"
+#include "staticlm/tokenizer.hpp"
+#include "staticlm/types.hpp"
+
+namespace staticlm {
+
+class Model;
+
+// A Hugging Face directory (config.json, safetensors, tokenizer files).
+std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const LoadOptions& options);
+// Deterministic random weights of a built-in shape (see synthetic_model_names()).
+std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
+                                             uint64_t seed, int threads);
+std::vector<std::string> synthetic_model_names();
+
+const ModelConfig& model_config(const Model& model);
+const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic models
+WeightType model_weight_type(const Model& model);
+size_t model_weight_bytes(const Model& model);
+double model_load_seconds(const Model& model);
+// Multiply-adds of one token through every matmul (embedding lookups excluded,
+// the output head included), and the packed bytes those matmuls read.
+double model_matmul_params(const Model& model);
+double model_matmul_bytes(const Model& model);
+
+// The kernel target chosen for this CPU (e.g. "avx512-vnni").
+std::string kernel_target_name();
+
+}  // namespace staticlm

@@ -1,0 +1,86 @@
+// Session: the static runtime of RUNTIME.md. Everything (KV cache, workspace,
+// logits) is allocated at construction; prefill / append / decode / rewind
+// then allocate nothing. Every call succeeds completely or throws Error and
+// leaves the session as it was.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "staticlm/types.hpp"
+
+namespace staticlm {
+
+class Model;
+
+struct SessionOptions {
+    int max_seq = 2048;                               // K
+    std::vector<int> prefill_buckets = {64, 128, 256, 512};
+    std::vector<int> append_buckets = {16, 32, 64};
+    KvType kv = KvType::f16;
+    int threads = 0;          // 0: all cores
+    bool all_logits = false;  // keep a [Q_max][vocab] buffer so sinks can see every row
+    bool ring_sliding = false;  // sliding layers keep window + Q_max slots
+};
+
+// One step of a plan: a block of Q rows of which the first t are valid.
+struct Step {
+    int q = 0;
+    int t = 0;
+    bool operator==(const Step&) const = default;
+};
+
+// Receives the logits of every valid row of each step (needs all_logits):
+// rows [t][vocab] for positions pos .. pos + t - 1.
+struct LogitsSink {
+    void (*fn)(void* ctx, int pos, const float* rows, int t, int vocab) = nullptr;
+    void* ctx = nullptr;
+    explicit operator bool() const { return fn != nullptr; }
+};
+
+class Session {
+public:
+    Session(std::shared_ptr<const Model> model, const SessionOptions& options);
+    ~Session();
+    Session(Session&&) noexcept;
+    Session& operator=(Session&&) noexcept;
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // reset() + append(tokens) with the prefill buckets. Returns the logits of the last token.
+    std::span<const float> prefill(std::span<const int> tokens, LogitsSink sink = {});
+    // Adds tokens at positions pos() .. pos()+T-1 with the append buckets.
+    std::span<const float> append(std::span<const int> tokens, LogitsSink sink = {});
+    // One token as a Q = 1 step.
+    std::span<const float> decode(int token);
+    // Forgets the last n tokens (0 <= n <= pos(); ring caches: see max_rewind()).
+    void rewind(int n);
+    void reset();
+
+    int pos() const;
+    int max_seq() const;
+    int vocab() const;
+    int max_rewind() const;
+    int threads() const;
+    // Logits of the last token of the last successful call ([vocab]).
+    std::span<const float> logits() const;
+    // The steps the last successful call ran.
+    std::span<const Step> last_plan() const;
+    const Model& model() const;
+    const SessionOptions& options() const;
+    size_t cache_bytes() const;
+    size_t cache_bytes_per_token() const;
+    size_t workspace_bytes() const;
+
+    // The bucket rule of RUNTIME.md: the (Q, t) steps that process T tokens
+    // starting at position P with capacity K (1 is always a bucket).
+    static std::vector<Step> plan(std::span<const int> buckets, int P, int T, int K);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace staticlm

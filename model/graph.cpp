@@ -1,0 +1,270 @@
+// The shared decoder block graph (Llama, Gemma 4): embeddings, optional
+// per-layer inputs, attention with optional q/k/v norms and KV sharing, gated
+// FFN, optional sandwich norms, tied or untied head with optional softcap.
+#include "model/graph.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace staticlm {
+
+namespace {
+
+struct Dims {
+    int hd_max = 0, heads_max = 0, nh_max = 0, nkv_max = 0, ffn_max = 0;
+};
+
+Dims max_dims(const ModelConfig& c) {
+    Dims d;
+    for (const LayerConfig& l : c.layers) {
+        d.hd_max = std::max(d.hd_max, l.head_dim);
+        d.heads_max = std::max(d.heads_max, l.n_heads);
+        d.nh_max = std::max(d.nh_max, l.n_heads * l.head_dim);
+        d.nkv_max = std::max(d.nkv_max, l.n_kv_heads * l.head_dim);
+        d.ffn_max = std::max(d.ffn_max, l.ffn_dim);
+    }
+    d.ffn_max = std::max(d.ffn_max, c.per_layer_dim);
+    return d;
+}
+
+// Carves 64-byte-aligned pieces out of one arena; the first pass only counts.
+struct Carver {
+    std::byte* base = nullptr;
+    size_t used = 0;
+    template <class T>
+    T* take(size_t count) {
+        T* p = base ? reinterpret_cast<T*>(base + used) : nullptr;
+        used += align64(count * sizeof(T));
+        return p;
+    }
+};
+
+}  // namespace
+
+Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_threads,
+                     bool all_logits)
+    : q_max_(q_max) {
+    const Dims d = max_dims(c);
+    const size_t q = size_t(q_max);
+    const size_t h = size_t(c.hidden);
+    const size_t n_ple = size_t(c.n_layers) * size_t(c.per_layer_dim);
+    ld_q = size_t(d.nh_max);
+    ld_kv = size_t(d.nkv_max);
+    ld_ffn = size_t(d.ffn_max);
+    ld_ple = n_ple;
+
+    // Largest matmul scratch over the matrices a block multiplies (K = input width).
+    size_t mm = 0;
+    for (int k : {c.hidden, d.nh_max, d.ffn_max, c.per_layer_dim})
+        if (k > 0) mm = std::max(mm, kernels::matmul_scratch_bytes(weights, q_max, k));
+    const size_t att = kernels::attention_scratch_bytes(q_max, d.heads_max, d.hd_max, n_threads);
+
+    auto carve = [&](Carver& cv) {
+        x = cv.take<float>(q * h);
+        xn = cv.take<float>(q * h);
+        tmp = cv.take<float>(q * h);
+        this->q = cv.take<float>(q * ld_q);
+        k = cv.take<float>(q * ld_kv);
+        v = cv.take<float>(q * ld_kv);
+        attn = cv.take<float>(q * ld_q);
+        gate = cv.take<float>(q * ld_ffn);
+        up = cv.take<float>(q * ld_ffn);
+        ple = n_ple ? cv.take<float>(q * n_ple) : nullptr;
+        ple_tmp = n_ple ? cv.take<float>(q * n_ple) : nullptr;
+        logits = cv.take<float>((all_logits ? q : 1) * size_t(c.vocab));
+        matmul_scratch = cv.take<std::byte>(mm);
+        attn_scratch = cv.take<std::byte>(att);
+    };
+    Carver count;
+    carve(count);
+    arena_ = Buffer(count.used);
+    Carver real{arena_.data(), 0};
+    carve(real);
+}
+
+std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& config) {
+    std::vector<KvLayerSpec> specs;
+    specs.reserve(config.layers.size());
+    for (const LayerConfig& l : config.layers)
+        specs.push_back({l.n_kv_heads, l.head_dim, l.kv_source, l.window});
+    return specs;
+}
+
+namespace {
+
+// Writes the K/V rows of a block into the cache at positions pos0 .. pos0+t-1.
+void store_kv(const kernels::KernelTable& kt, const KvView& view, const float* k, const float* v,
+              size_t ld, int t, int pos0) {
+    const int hd = view.head_dim;
+    for (int i = 0; i < t; ++i) {
+        for (int h = 0; h < view.n_kv_heads; ++h) {
+            const size_t off = view.offset(h, pos0 + i);
+            const float* ks = k + size_t(i) * ld + size_t(h) * size_t(hd);
+            const float* vs = v + size_t(i) * ld + size_t(h) * size_t(hd);
+            auto* kd = static_cast<std::byte*>(view.k) + off;
+            auto* vd = static_cast<std::byte*>(view.v) + off;
+            if (view.type == KvType::f16) {
+                kt.to_f16(ks, size_t(hd), reinterpret_cast<uint16_t*>(kd));
+                kt.to_f16(vs, size_t(hd), reinterpret_cast<uint16_t*>(vd));
+            } else {
+                std::memcpy(kd, ks, size_t(hd) * sizeof(float));
+                std::memcpy(vd, vs, size_t(hd) * sizeof(float));
+            }
+        }
+    }
+}
+
+// Gemma 4 per-layer inputs: PLI[t][L][D] = (RMSNorm((X0·Wpmpᵀ)·H^-½) + Epl[ids]·√D) · 2^-½.
+void per_layer_inputs(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
+                      const ForwardArgs& a) {
+    const ModelConfig& c = model.config();
+    const ModelWeights& w = model.weights();
+    const int d = c.per_layer_dim;
+    const int n = c.n_layers * d;
+    const float tok_scale = std::sqrt(float(d));
+    for (int i = 0; i < a.t; ++i)
+        kernels::unpack_row(w.embed_per_layer, a.tokens[i], tok_scale, ws.ple + size_t(i) * ws.ld_ple);
+    kernels::matmul(kt, w.per_layer_model_proj, ws.x, size_t(c.hidden), a.t, ws.ple_tmp, ws.ld_ple,
+                    ws.matmul_scratch, a.n_threads);
+    kt.scale(ws.ple_tmp, size_t(a.t) * ws.ld_ple, 1.0f / std::sqrt(float(c.hidden)));
+    kt.rmsnorm(ws.ple_tmp, size_t(d), a.t * c.n_layers, d, w.per_layer_proj_norm, c.rms_eps,
+               ws.ple_tmp, size_t(d));
+    kt.add(ws.ple, ws.ple_tmp, size_t(a.t) * size_t(n));
+    kt.scale(ws.ple, size_t(a.t) * size_t(n), float(1.0 / std::sqrt(2.0)));
+    if (a.dump) a.dump("per_layer_inputs", -1, ws.ple, a.t, n, ws.ld_ple);
+}
+
+void attention_block(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
+                     Workspace& ws, const ForwardArgs& a, int il) {
+    const ModelConfig& c = model.config();
+    const LayerConfig& lc = c.layers[size_t(il)];
+    const LayerWeights& lw = model.weights().layers[size_t(il)];
+    const int t = a.t, hd = lc.head_dim;
+    const size_t h = size_t(c.hidden);
+    const size_t ldq = size_t(lc.n_heads) * size_t(hd);
+    const size_t ldkv = size_t(lc.n_kv_heads) * size_t(hd);
+    const bool owns = lc.kv_source == il;
+
+    kt.rmsnorm(ws.x, h, t, c.hidden, lw.attn_norm, c.rms_eps, ws.xn, h);
+    if (a.dump) a.dump("attn_norm", il, ws.xn, t, c.hidden, h);
+
+    kernels::matmul(kt, lw.q, ws.xn, h, t, ws.q, ldq, ws.matmul_scratch, a.n_threads);
+    if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
+    kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
+    if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
+
+    if (owns) {
+        kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
+        if (lc.k_eq_v)
+            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
+        else
+            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
+        const int rows = t * lc.n_kv_heads;
+        if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
+        if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
+        kt.rope(ws.k, ldkv, t, lc.n_kv_heads, hd, a.pos0, lc.inv_freq.data());
+        if (a.dump) {
+            a.dump("k", il, ws.k, t, int(ldkv), ldkv);
+            a.dump("v", il, ws.v, t, int(ldkv), ldkv);
+        }
+        store_kv(kt, cache.view(il), ws.k, ws.v, ldkv, t, a.pos0);
+    }
+
+    const KvView& kv = cache.view(il);
+    kernels::AttentionArgs aa;
+    aa.q = ws.q;
+    aa.ldq = ldq;
+    aa.k = kv.k;
+    aa.v = kv.v;
+    aa.kv_type = kv.type;
+    aa.n_slots = kv.n_slots;
+    aa.out = ws.attn;
+    aa.ldo = ldq;
+    aa.t = t;
+    aa.pos0 = a.pos0;
+    aa.n_heads = lc.n_heads;
+    aa.n_kv_heads = lc.n_kv_heads;
+    aa.head_dim = hd;
+    aa.window = lc.window;
+    aa.scale = lc.attn_scale;
+    kt.attention(aa, ws.attn_scratch, a.n_threads);
+    if (a.dump) a.dump("attn", il, ws.attn, t, int(ldq), ldq);
+
+    kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
+    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
+    if (a.dump) a.dump("attn_out", il, ws.tmp, t, c.hidden, h);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
+void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
+               const ForwardArgs& a, int il) {
+    const ModelConfig& c = model.config();
+    const LayerConfig& lc = c.layers[size_t(il)];
+    const LayerWeights& lw = model.weights().layers[size_t(il)];
+    const int t = a.t, f = lc.ffn_dim;
+    const size_t h = size_t(c.hidden);
+
+    kt.rmsnorm(ws.x, h, t, c.hidden, lw.ffn_norm, c.rms_eps, ws.xn, h);
+    if (a.dump) a.dump("ffn_norm", il, ws.xn, t, c.hidden, h);
+    kernels::matmul(kt, lw.gate, ws.xn, h, t, ws.gate, size_t(f), ws.matmul_scratch, a.n_threads);
+    kernels::matmul(kt, lw.up, ws.xn, h, t, ws.up, size_t(f), ws.matmul_scratch, a.n_threads);
+    const auto act = c.activation == Activation::silu ? kt.silu_mul : kt.gelu_tanh_mul;
+    act(ws.gate, ws.up, size_t(t) * size_t(f), ws.gate);
+    kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
+    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_ffn_norm, c.rms_eps, ws.tmp, h);
+    if (a.dump) a.dump("ffn_out", il, ws.tmp, t, c.hidden, h);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
+void per_layer_input_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
+                           const ForwardArgs& a, int il) {
+    const ModelConfig& c = model.config();
+    const LayerWeights& lw = model.weights().layers[size_t(il)];
+    const int t = a.t, d = c.per_layer_dim;
+    const size_t h = size_t(c.hidden);
+    kernels::matmul(kt, lw.ple_gate, ws.x, h, t, ws.gate, size_t(d), ws.matmul_scratch, a.n_threads);
+    for (int i = 0; i < t; ++i) {
+        float* g = ws.gate + size_t(i) * size_t(d);
+        kt.gelu_tanh_mul(g, ws.ple + size_t(i) * ws.ld_ple + size_t(il) * size_t(d), size_t(d), g);
+    }
+    kernels::matmul(kt, lw.ple_proj, ws.gate, size_t(d), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
+    kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.ple_post_norm, c.rms_eps, ws.tmp, h);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
+}  // namespace
+
+void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
+             Workspace& ws, const ForwardArgs& a) {
+    const ModelConfig& c = model.config();
+    const ModelWeights& w = model.weights();
+    const size_t h = size_t(c.hidden);
+
+    for (int i = 0; i < a.t; ++i)
+        kernels::unpack_row(w.embed, a.tokens[i], c.embed_scale, ws.x + size_t(i) * h);
+    if (a.dump) a.dump("embed", -1, ws.x, a.t, c.hidden, h);
+    if (c.per_layer_dim > 0) per_layer_inputs(model, kt, ws, a);
+
+    for (int il = 0; il < c.n_layers; ++il) {
+        attention_block(model, kt, cache, ws, a, il);
+        ffn_block(model, kt, ws, a, il);
+        if (c.per_layer_dim > 0) per_layer_input_block(model, kt, ws, a, il);
+        const float s = w.layers[size_t(il)].layer_scalar;
+        if (s != 1.0f) kt.scale(ws.x, size_t(a.t) * h, s);
+        if (a.dump) a.dump("h", il, ws.x, a.t, c.hidden, h);
+    }
+
+    if (a.logits == ForwardArgs::Logits::none) return;
+    const bool all = a.logits == ForwardArgs::Logits::all;
+    const int rows = all ? a.t : 1;
+    const float* src = all ? ws.x : ws.x + size_t(a.t - 1) * h;
+    kt.rmsnorm(src, h, rows, c.hidden, w.final_norm, c.rms_eps, ws.xn, h);
+    if (a.dump) a.dump("final_norm", -1, ws.xn, rows, c.hidden, h);
+    const size_t v = size_t(c.vocab);
+    kernels::matmul(kt, w.lm_head, ws.xn, h, rows, ws.logits, v, ws.matmul_scratch, a.n_threads);
+    if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(rows) * v, c.final_softcap);
+    if (a.dump) a.dump("logits", -1, ws.logits, rows, c.vocab, v);
+}
+
+}  // namespace staticlm

@@ -1,0 +1,82 @@
+// The decoder forward pass over a block of t tokens at positions pos0 ..
+// pos0+t-1: one code path for prefill, append and decode, for every family.
+// Per-layer differences (head dims, window, KV source, FFN width, norms, PLE)
+// come from LayerConfig fields. Buffers come from a Workspace sized once for
+// the largest block; forward() performs no heap allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cache/kv_cache.hpp"
+#include "kernels/memory.hpp"
+#include "model/model.hpp"
+
+namespace staticlm {
+
+// Called with every named intermediate when set (for `staticlm verify --dump`).
+// rows × cols floats, rows ld floats apart; layer -1 for model-level tensors.
+struct DumpSink {
+    void (*fn)(void* ctx, const char* name, int layer, const float* data, int rows, int cols,
+               size_t ld) = nullptr;
+    void* ctx = nullptr;
+    explicit operator bool() const { return fn != nullptr; }
+    void operator()(const char* name, int layer, const float* data, int rows, int cols,
+                    size_t ld) const {
+        fn(ctx, name, layer, data, rows, cols, ld);
+    }
+};
+
+class Workspace {
+public:
+    Workspace() = default;
+    // all_logits: room for the logits of every row ([q_max][V]), else of one row.
+    Workspace(const ModelConfig& config, WeightType weights, int q_max, int n_threads,
+              bool all_logits);
+
+    int q_max() const { return q_max_; }
+    size_t bytes() const { return arena_.size(); }
+
+    // All [q_max][...] fp32 unless noted; row strides are the widths below.
+    float* x = nullptr;         // [q][H] residual stream
+    float* xn = nullptr;        // [q][H] normed input of a block
+    float* tmp = nullptr;       // [q][H] block output before the residual add
+    float* q = nullptr;         // [q][n_heads*hd_max]
+    float* k = nullptr;         // [q][n_kv*hd_max]
+    float* v = nullptr;         // [q][n_kv*hd_max]
+    float* attn = nullptr;      // [q][n_heads*hd_max]
+    float* gate = nullptr;      // [q][F_max]
+    float* up = nullptr;        // [q][F_max]
+    float* ple = nullptr;       // [q][L*D] per-layer inputs (Gemma 4), else null
+    float* ple_tmp = nullptr;   // [q][L*D]
+    float* logits = nullptr;    // [q][V] with all_logits, else [1][V]
+    std::byte* matmul_scratch = nullptr;
+    std::byte* attn_scratch = nullptr;
+    int64_t* ids = nullptr;     // unused spare
+
+    size_t ld_q = 0, ld_kv = 0, ld_ffn = 0, ld_ple = 0;
+
+private:
+    Buffer arena_;
+    int q_max_ = 0;
+};
+
+struct ForwardArgs {
+    const int* tokens = nullptr;  // [t]
+    int t = 0;
+    int pos0 = 0;
+    // Rows whose logits are wanted: all t rows (logits[i] for row i) or only the last
+    // (written to logits row 0). no_logits skips the head entirely.
+    enum class Logits { last, all, none } logits = Logits::last;
+    int n_threads = 1;
+    DumpSink dump;
+};
+
+// Runs the block; logits land in ws.logits. Token ids must already be valid.
+void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
+             Workspace& ws, const ForwardArgs& args);
+
+// The K/V layer specs a session's cache needs for this config.
+std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& config);
+
+}  // namespace staticlm

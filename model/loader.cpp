@@ -1,0 +1,179 @@
+// Model::load: config + safetensors → one arena of packed weights. Every
+// required tensor is checked (presence, shape, dtype) before any allocation;
+// conversion then runs in parallel over panel-aligned row chunks and rejects
+// non-finite values (error naming the tensor and the flat index of the first).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "model/model.hpp"
+#include "model/safetensors.hpp"
+#include "model/weight_plan.hpp"
+#include "staticlm/error.hpp"
+
+#if STATICLM_OPENMP
+#include <omp.h>
+#endif
+
+namespace staticlm {
+
+namespace {
+
+using detail::WeightEntry;
+
+std::string shape_of(const WeightEntry& e) {
+    if (e.kind == WeightEntry::Kind::matrix) return "[" + std::to_string(e.n) + ", " + std::to_string(e.k) + "]";
+    return "[" + std::to_string(e.n) + "]";
+}
+
+bool shape_matches(const WeightEntry& e, const TensorView& t) {
+    switch (e.kind) {
+        case WeightEntry::Kind::matrix:
+            return t.shape.size() == 2 && t.shape[0] == e.n && t.shape[1] == e.k;
+        case WeightEntry::Kind::vector: return t.shape.size() == 1 && t.shape[0] == e.n;
+        case WeightEntry::Kind::scalar: return t.numel == 1 && t.shape.size() <= 1;
+    }
+    return false;
+}
+
+// Index of the first non-finite element of src[begin, end), or -1.
+int64_t first_non_finite(SrcType st, const std::byte* src, uint64_t begin, uint64_t end) {
+    if (st == SrcType::f32) {
+        for (uint64_t i = begin; i < end; ++i) {
+            uint32_t b;
+            std::memcpy(&b, src + 4 * i, 4);
+            if ((b & 0x7f800000u) == 0x7f800000u) return int64_t(i);
+        }
+        return -1;
+    }
+    const uint16_t mask = st == SrcType::f16 ? 0x7c00 : 0x7f80;
+    for (uint64_t i = begin; i < end; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        if ((h & mask) == mask) return int64_t(i);
+    }
+    return -1;
+}
+
+[[noreturn]] void throw_non_finite(const TensorView& t, int64_t index) {
+    throw Error(ErrorKind::model, "non-finite value (inf or NaN) at flat index " + std::to_string(index) +
+                                      " of " + t.where());
+}
+
+struct Task {
+    size_t entry;
+    int n0, n1;
+};
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
+    const auto t_start = std::chrono::steady_clock::now();
+    auto model = std::make_shared<Model>();
+    model->config_ = read_model_config(dir);
+    const ModelConfig& c = model->config_;
+    const SafetensorsSet files(dir);
+
+    std::string prefix = "model.";
+    if (c.family == "gemma4" && files.find("model.language_model.embed_tokens.weight"))
+        prefix = "model.language_model.";
+    const TensorView* lm_head = files.find("lm_head.weight");
+    const bool with_lm_head = !c.tie_embeddings && lm_head != nullptr;
+    std::vector<WeightEntry> plan = detail::plan_weights(c, model->weights_, prefix, with_lm_head);
+
+    // Resolve and check everything before allocating.
+    std::vector<const TensorView*> src(plan.size());
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < plan.size(); ++i) {
+        const WeightEntry& e = plan[i];
+        const TensorView* t = files.find(e.name);
+        if (!t)
+            throw Error(ErrorKind::model, "missing tensor '" + e.name + "' (expected shape " + shape_of(e) +
+                                              ") in " + files.describe());
+        if (!shape_matches(e, *t))
+            throw Error(ErrorKind::model, "wrong shape of " + t->where() + ": expected " + shape_of(e) +
+                                              ", got " + t->shape_string());
+        weight_src_type(*t);  // throws unsupported naming the tensor
+        src[i] = t;
+        total_bytes += t->bytes;
+    }
+
+    const WeightType type = options.weights;
+    model->weight_type_ = type;
+    model->arena_ = detail::layout_arena(plan, type);
+
+    // Scalars and vectors: small, converted here.
+    uint64_t small_bytes = 0;
+    for (size_t i = 0; i < plan.size(); ++i) {
+        const WeightEntry& e = plan[i];
+        if (e.kind == WeightEntry::Kind::matrix) continue;
+        const TensorView& t = *src[i];
+        const int64_t bad = first_non_finite(weight_src_type(t), t.data, 0, t.numel);
+        if (bad >= 0) throw_non_finite(t, bad);
+        const std::vector<float> v = read_f32(t);
+        small_bytes += t.bytes;
+        if (e.kind == WeightEntry::Kind::scalar)
+            *e.scalar = v[0];
+        else
+            std::memcpy(const_cast<float*>(*e.vector), v.data(), v.size() * sizeof(float));
+    }
+
+    // Matrices: panel-aligned row chunks, converted in parallel.
+    std::vector<Task> tasks;
+    for (size_t i = 0; i < plan.size(); ++i) {
+        const WeightEntry& e = plan[i];
+        if (e.kind != WeightEntry::Kind::matrix) continue;
+        const int rows = detail::chunk_rows(e.k, dtype_size(src[i]->dtype));
+        for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
+    }
+    std::atomic<uint64_t> done{small_bytes};
+    std::atomic<size_t> first_error_task{tasks.size()};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    size_t error_task = tasks.size();
+    const int n_threads = detail::resolve_threads(options.threads);
+    const long n_tasks = long(tasks.size());
+
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (long ti = 0; ti < n_tasks; ++ti) {
+        // Tasks after a failed one are skipped; earlier ones still run so that
+        // the error reported is the first non-finite value in file order.
+        if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
+        const Task& task = tasks[size_t(ti)];
+        const WeightEntry& e = plan[task.entry];
+        const TensorView& t = *src[task.entry];
+        try {
+            const SrcType st = weight_src_type(t);
+            const int64_t bad = first_non_finite(st, t.data, uint64_t(task.n0) * uint64_t(e.k),
+                                                 uint64_t(task.n1) * uint64_t(e.k));
+            if (bad >= 0) throw_non_finite(t, bad);
+            kernels::pack_weights(type, st, t.data, e.n, e.k, task.n0, task.n1, e.matrix->data);
+            const uint64_t now = done.fetch_add(uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype)) +
+                                 uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
+#if STATICLM_OPENMP
+            if (omp_get_thread_num() == 0 && options.progress) options.progress(now, total_bytes);
+#else
+            if (options.progress) options.progress(now, total_bytes);
+#endif
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (size_t(ti) < error_task) {
+                error_task = size_t(ti);
+                error = std::current_exception();
+                first_error_task.store(error_task);
+            }
+        }
+    }
+    if (error) std::rethrow_exception(error);
+    if (options.progress) options.progress(total_bytes, total_bytes);
+
+    detail::finish_weights(model->weights_, with_lm_head);
+    if (options.load_tokenizer) model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
+    model->load_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    return model;
+}
+
+}  // namespace staticlm

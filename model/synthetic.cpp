@@ -1,0 +1,161 @@
+// Model::synthetic (deterministic random weights in the same arena layout as
+// Model::load) and the built-in configs, written as config.json text so they
+// go through the same parser and checks as real checkpoints.
+#include "model/synthetic.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "model/model.hpp"
+#include "model/weight_plan.hpp"
+#include "staticlm/error.hpp"
+
+namespace staticlm {
+
+namespace {
+
+using detail::WeightEntry;
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// Row `row` of entry `entry`: uniform in ±sqrt(3)/sqrt(k) (std 1/sqrt(fan_in)),
+// a pure function of (seed, entry, row, col) so any thread order gives the
+// same weights.
+void fill_row(uint64_t seed, size_t entry, int row, int k, float* out) {
+    const uint64_t base = splitmix64(seed ^ splitmix64((uint64_t(entry) << 32) | uint32_t(row)));
+    const float amp = std::sqrt(3.0f / float(std::max(k, 1)));
+    for (int j = 0; j < k; ++j) {
+        const uint64_t r = splitmix64(base + uint64_t(j));
+        const float u = float(r >> 40) * (1.0f / float(1 << 24));  // [0, 1)
+        out[j] = (2.0f * u - 1.0f) * amp;
+    }
+}
+
+constexpr const char* kLlama32_1b = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+  "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192,
+  "vocab_size": 128256, "rms_norm_eps": 1e-05, "max_position_embeddings": 131072,
+  "rope_theta": 500000.0,
+  "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+  "tie_word_embeddings": true, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009]
+})";
+
+constexpr const char* kGemma4E2b = R"({
+  "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+  "text_config": {
+    "model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35,
+    "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+    "global_head_dim": 512, "intermediate_size": 6144, "vocab_size": 262144,
+    "sliding_window": 512, "num_kv_shared_layers": 20, "use_double_wide_mlp": true,
+    "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144,
+    "final_logit_softcapping": 30.0, "rms_norm_eps": 1e-06, "tie_word_embeddings": true,
+    "max_position_embeddings": 131072, "hidden_activation": "gelu_pytorch_tanh",
+    "layer_types": [%LAYER_TYPES%],
+    "rope_parameters": {
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+      "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0,
+                         "partial_rotary_factor": 0.25}},
+    "bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0
+  }
+})";
+
+constexpr const char* kTinyLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+  "num_key_value_heads": 2, "intermediate_size": 768, "vocab_size": 1024,
+  "rms_norm_eps": 1e-05, "max_position_embeddings": 2048, "rope_theta": 10000.0,
+  "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
+})";
+
+}  // namespace
+
+std::vector<std::string> builtin_config_names() { return {"llama-3.2-1b", "gemma-4-e2b", "tiny-llama"}; }
+
+ModelConfig builtin_config(const std::string& name) {
+    if (name == "llama-3.2-1b") return parse_model_config(kLlama32_1b, "builtin:llama-3.2-1b");
+    if (name == "tiny-llama") return parse_model_config(kTinyLlama, "builtin:tiny-llama");
+    if (name == "gemma-4-e2b") {
+        std::string types;
+        for (int il = 0; il < 35; ++il)
+            types += std::string(il ? ", " : "") + ((il % 5 == 4) ? "\"full_attention\"" : "\"sliding_attention\"");
+        std::string text = kGemma4E2b;
+        text.replace(text.find("%LAYER_TYPES%"), 13, types);
+        return parse_model_config(text, "builtin:gemma-4-e2b");
+    }
+    std::string known;
+    for (const std::string& n : builtin_config_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::config, "unknown built-in model '" + name + "' (known: " + known + ")");
+}
+
+std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightType weights, uint64_t seed,
+                                              int threads) {
+    const auto t_start = std::chrono::steady_clock::now();
+    auto model = std::make_shared<Model>();
+    model->config_ = config;
+    model->weight_type_ = weights;
+    const bool separate_lm_head = !config.tie_embeddings;
+    const std::string prefix = "model.";
+    std::vector<WeightEntry> plan = detail::plan_weights(model->config_, model->weights_, prefix, separate_lm_head);
+    model->arena_ = detail::layout_arena(plan, weights);
+
+    struct Task {
+        size_t entry;
+        int n0, n1;
+    };
+    std::vector<Task> tasks;
+    for (size_t i = 0; i < plan.size(); ++i) {
+        WeightEntry& e = plan[i];
+        if (e.kind == WeightEntry::Kind::scalar) {
+            *e.scalar = 1.0f;
+        } else if (e.kind == WeightEntry::Kind::vector) {
+            std::fill_n(const_cast<float*>(*e.vector), e.n, 1.0f);
+        } else {
+            const int rows = detail::chunk_rows(e.k, sizeof(float));
+            for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
+        }
+    }
+    const int n_threads = detail::resolve_threads(threads);
+    const long n_tasks = long(tasks.size());
+    // Each task packs its rows as a sub-matrix into its panels: every layout
+    // in kernels.hpp is panel-major, so rows [n0, n1) with n0 % 16 == 0 start
+    // at panel n0/16. Checked once here against packed_bytes.
+    for (size_t i = 0; i < plan.size(); ++i) {
+        const WeightEntry& e = plan[i];
+        if (e.kind != WeightEntry::Kind::matrix) continue;
+        const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
+        const size_t n_panels = size_t(e.n + kernels::kPanelRows - 1) / kernels::kPanelRows;
+        if (panel * n_panels != e.bytes)
+            throw Error(ErrorKind::model, "packed layout of " + e.name + " is not panel-major");
+    }
+#pragma omp parallel num_threads(n_threads)
+    {
+        std::vector<float> buf;
+#pragma omp for schedule(dynamic, 1)
+        for (long ti = 0; ti < n_tasks; ++ti) {
+            const Task& task = tasks[size_t(ti)];
+            const WeightEntry& e = plan[task.entry];
+            const int rows = task.n1 - task.n0;
+            buf.resize(size_t(rows) * size_t(e.k));
+            for (int r = 0; r < rows; ++r)
+                fill_row(seed, task.entry, task.n0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
+            const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
+            std::byte* dst = e.matrix->data ? e.matrix->data + size_t(task.n0 / kernels::kPanelRows) * panel : nullptr;
+            kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
+        }
+    }
+    detail::finish_weights(model->weights_, separate_lm_head);
+    model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    return model;
+}
+
+}  // namespace staticlm

@@ -1,0 +1,100 @@
+// Streaming decode over any Tokenizer, and the choice of tokenizer file for a
+// model directory. StreamDecoder decodes a short window of recent ids and emits
+// the difference, so it follows the tokenizer's own decode rules exactly.
+#include "model/tokenizer.hpp"
+
+#include "staticlm/error.hpp"
+
+namespace staticlm {
+namespace {
+
+// The window is trimmed to its last kKeepIds ids once it holds kTrimAt ids:
+// enough context for a 4-byte UTF-8 character split into byte-fallback pieces.
+constexpr size_t kKeepIds = 6;
+constexpr size_t kTrimAt = 16;
+constexpr size_t kReserveIds = 64;
+constexpr size_t kReserveBytes = 1024;
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of `text` without its trailing U+FFFD characters: an incomplete
+// byte-fallback sequence decodes to U+FFFD until its last byte arrives.
+size_t complete_length(const std::string& text, size_t from) {
+    size_t end = text.size();
+    while (end >= from + kReplacement.size() &&
+           std::string_view(text).substr(end - kReplacement.size(), kReplacement.size()) ==
+               kReplacement)
+        end -= kReplacement.size();
+    return end;
+}
+
+}  // namespace
+
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tok_(tokenizer) {
+    ids_.reserve(kReserveIds);
+    text_.reserve(kReserveBytes);
+    out_.reserve(kReserveBytes);
+}
+
+void StreamDecoder::reset() {
+    ids_.clear();
+    text_.clear();
+    emitted_ = 0;
+    out_.clear();
+}
+
+std::string_view StreamDecoder::push(int id) {
+    if (id < 0 || id >= tok_.vocab_size())
+        throw Error(ErrorKind::input, "StreamDecoder: token id " + std::to_string(id) +
+                                          " outside the vocabulary [0, " +
+                                          std::to_string(tok_.vocab_size()) + ")");
+    ids_.push_back(id);
+    // The window starts at the last reset or at a trim point chosen so that its
+    // decode is a suffix of the full decode; earlier text never changes here
+    // (tokenizer decoders only look back within a byte sequence).
+    text_ = tok_.decode(ids_);
+    const size_t end = complete_length(text_, emitted_);
+    out_.assign(text_, emitted_, end > emitted_ ? end - emitted_ : 0);
+    if (end > emitted_) emitted_ = end;
+    if (ids_.size() >= kTrimAt) trim();
+    return out_;
+}
+
+std::string_view StreamDecoder::flush() {
+    out_.assign(text_, emitted_, text_.size() - std::min(emitted_, text_.size()));
+    emitted_ = text_.size();
+    return out_;
+}
+
+// Drops all but the last kKeepIds ids when that leaves the decode of the rest
+// unchanged: the kept ids must decode to a non-empty suffix of the window's text
+// (non-empty, so the leading-space rule has already been applied inside the
+// kept ids), and the dropped text must already be emitted.
+void StreamDecoder::trim() {
+    const size_t drop = ids_.size() - kKeepIds;
+    std::vector<int> kept(ids_.begin() + static_cast<std::ptrdiff_t>(drop), ids_.end());
+    std::string tail = tok_.decode(kept);
+    if (tail.empty() || tail.size() > text_.size()) return;
+    const size_t cut = text_.size() - tail.size();
+    if (cut > emitted_ || std::string_view(text_).substr(cut) != tail) return;
+    ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(drop));
+    text_.erase(0, cut);
+    emitted_ -= cut;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir,
+                                          bool prefer_json) {
+    if (!std::filesystem::is_directory(model_dir))
+        throw Error(ErrorKind::io, "model directory not found: " + model_dir.string());
+    const auto sp_file = model_dir / "tokenizer.model";
+    const auto json_file = model_dir / "tokenizer.json";
+    const auto config = model_dir / "tokenizer_config.json";  // optional
+    const bool have_sp = std::filesystem::exists(sp_file);
+    const bool have_json = std::filesystem::exists(json_file);
+    if (have_json && (prefer_json || !have_sp)) return load_tokenizer_json(json_file, config);
+    if (have_sp) return load_sentencepiece(sp_file, config);
+    throw Error(ErrorKind::io, "no tokenizer in " + model_dir.string() +
+                                   ": neither tokenizer.model nor tokenizer.json");
+}
+
+}  // namespace staticlm

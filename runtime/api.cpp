@@ -1,0 +1,55 @@
+// The public model API (include/staticlm/model.hpp) over model/.
+#include "kernels/kernels.hpp"
+#include "model/model.hpp"
+#include "model/synthetic.hpp"
+#include "staticlm/model.hpp"
+
+namespace staticlm {
+
+std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const LoadOptions& options) {
+    return Model::load(dir, options);
+}
+
+std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
+                                             uint64_t seed, int threads) {
+    return Model::synthetic(builtin_config(name), weights, seed, threads);
+}
+
+std::vector<std::string> synthetic_model_names() { return builtin_config_names(); }
+
+const ModelConfig& model_config(const Model& model) { return model.config(); }
+const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer(); }
+WeightType model_weight_type(const Model& model) { return model.weight_type(); }
+size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
+double model_load_seconds(const Model& model) { return model.load_seconds(); }
+
+namespace {
+
+template <class Fn>
+void for_each_matmul(const Model& model, Fn&& fn) {
+    const ModelWeights& w = model.weights();
+    fn(w.lm_head);
+    if (w.per_layer_model_proj.data) fn(w.per_layer_model_proj);
+    for (const LayerWeights& l : w.layers)
+        for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.ple_gate,
+                                      &l.ple_proj})
+            if (m->data) fn(*m);
+}
+
+}  // namespace
+
+double model_matmul_params(const Model& model) {
+    double n = 0;
+    for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.n) * double(m.k); });
+    return n;
+}
+
+double model_matmul_bytes(const Model& model) {
+    double n = 0;
+    for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.bytes); });
+    return n;
+}
+
+std::string kernel_target_name() { return kernels::target_name(kernels::best_target()); }
+
+}  // namespace staticlm

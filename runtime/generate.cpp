@@ -1,0 +1,110 @@
+// The generation loop: prompt -> prefill/append, then sample / decode until a
+// stop id, a stop string, max_tokens or the session's capacity.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "model/model.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
+#include "staticlm/session.hpp"
+#include "staticlm/tokenizer.hpp"
+
+namespace staticlm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Holds back text that might be the start of a stop string, so that a stop
+// string is never streamed. Returns how many bytes of `text` (from `from`) are safe.
+size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+    size_t safe = text.size();
+    for (const std::string& s : stops) {
+        // the longest suffix of text that is a proper prefix of s
+        const size_t max_len = std::min(s.size() - 1, text.size() - from);
+        for (size_t len = max_len; len > 0; --len)
+            if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+                safe = std::min(safe, text.size() - len);
+                break;
+            }
+    }
+    return safe;
+}
+
+}  // namespace
+
+GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<const int> prompt,
+                        const GenerateOptions& options, TextSink sink) {
+    GenerateResult r;
+    const ModelConfig& config = session.model().config();
+    const std::vector<int>& stop_ids = options.stop_ids.empty() ? config.eos_ids : options.stop_ids;
+    for (const std::string& s : options.stop_strings)
+        if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
+    if (options.max_tokens < 0)
+        throw Error(ErrorKind::config, "max_tokens must be >= 0");
+    Sampler sampler(session.vocab(), options.sampling);
+    std::optional<StreamDecoder> stream;
+    if (tokenizer) stream.emplace(*tokenizer);
+
+    r.stats.prompt_tokens = int(prompt.size());
+    const auto t0 = Clock::now();
+    std::span<const float> logits =
+        session.pos() == 0 ? session.prefill(prompt) : session.append(prompt);
+    r.stats.prefill_seconds = seconds_since(t0);
+
+    std::vector<int> recent(prompt.begin(), prompt.end());
+    size_t emitted = 0;  // bytes of r.text already streamed
+    auto t_decode = Clock::now();
+    for (int i = 0; i < options.max_tokens; ++i) {
+        if (i > 0) {
+            if (session.pos() >= session.max_seq()) {
+                r.reason = StopReason::capacity;
+                break;
+            }
+            logits = session.decode(r.tokens.back());
+        }
+        const int id = sampler.sample(logits, recent);
+        if (i == 0) {
+            r.stats.first_token_seconds = seconds_since(t0);
+            t_decode = Clock::now();
+        }
+        r.tokens.push_back(id);
+        recent.push_back(id);
+        if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
+            r.reason = StopReason::eos;
+            break;
+        }
+        if (!stream) continue;
+        r.text += stream->push(id);
+        bool stopped = false;
+        for (const std::string& s : options.stop_strings) {
+            const size_t at = r.text.find(s, emitted > s.size() ? emitted - s.size() : 0);
+            if (at != std::string::npos) {
+                r.text.resize(at);
+                stopped = true;
+            }
+        }
+        const size_t safe = stopped ? r.text.size() : safe_prefix(r.text, emitted, options.stop_strings);
+        if (sink.fn && safe > emitted) sink.fn(sink.ctx, std::string_view(r.text).substr(emitted, safe - emitted));
+        emitted = std::max(emitted, safe);
+        if (stopped) {
+            r.reason = StopReason::stop_string;
+            break;
+        }
+    }
+    if (stream && r.reason != StopReason::stop_string) {
+        r.text += stream->flush();
+        if (sink.fn && r.text.size() > emitted)
+            sink.fn(sink.ctx, std::string_view(r.text).substr(emitted));
+    }
+    r.stats.generated_tokens = int(r.tokens.size());
+    if (!r.tokens.empty()) r.stats.decode_seconds = seconds_since(t_decode);
+    return r;
+}
+
+}  // namespace staticlm

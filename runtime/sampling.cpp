@@ -1,0 +1,105 @@
+// Sampler: logits -> token. Order of the transforms follows transformers'
+// logits processors: repetition penalty, temperature, top-k, top-p, min-p.
+// All buffers are [vocab] and made in the constructor.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/kernels.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
+
+namespace staticlm {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& s) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Sampler::Sampler(int vocab, const SamplingOptions& o)
+    : options_(o), state_(o.seed), work_(size_t(vocab)), order_(size_t(vocab)),
+      probs_(size_t(vocab)), seen_(size_t(vocab), -1) {
+    if (vocab < 1) throw Error(ErrorKind::config, "sampler needs a vocabulary");
+    if (o.top_k < 0) throw Error(ErrorKind::config, "top_k must be >= 0, got " + std::to_string(o.top_k));
+    if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
+        throw Error(ErrorKind::config, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
+    if (!(o.min_p >= 0.0f && o.min_p <= 1.0f))
+        throw Error(ErrorKind::config, "min_p must be in [0, 1], got " + std::to_string(o.min_p));
+    if (!(o.repetition_penalty > 0.0f))
+        throw Error(ErrorKind::config, "repetition_penalty must be > 0, got " +
+                                           std::to_string(o.repetition_penalty));
+    if (!std::isfinite(o.temperature))
+        throw Error(ErrorKind::config, "temperature must be finite");
+}
+
+int Sampler::sample(std::span<const float> logits, std::span<const int> recent) {
+    const int vocab = int(work_.size());
+    ++step_;
+    std::copy(logits.begin(), logits.begin() + vocab, work_.begin());
+    if (options_.repetition_penalty != 1.0f) {
+        const size_t from = recent.size() > size_t(options_.repetition_window)
+                                ? recent.size() - size_t(options_.repetition_window)
+                                : 0;
+        for (size_t i = from; i < recent.size(); ++i) {
+            const int id = recent[i];
+            if (id < 0 || id >= vocab || seen_[size_t(id)] == step_) continue;
+            seen_[size_t(id)] = step_;
+            float& l = work_[size_t(id)];
+            l = l > 0 ? l / options_.repetition_penalty : l * options_.repetition_penalty;
+        }
+    }
+    if (options_.temperature <= 0.0f) return kernels::table().argmax(work_.data(), vocab);
+
+    // Candidates: the top_k largest (or all), sorted descending.
+    const int k = options_.top_k > 0 ? std::min(options_.top_k, vocab) : vocab;
+    for (int i = 0; i < vocab; ++i) order_[size_t(i)] = i;
+    auto greater = [&](int a, int b) {
+        return work_[size_t(a)] > work_[size_t(b)] || (work_[size_t(a)] == work_[size_t(b)] && a < b);
+    };
+    if (k < vocab) std::nth_element(order_.begin(), order_.begin() + k, order_.end(), greater);
+    std::sort(order_.begin(), order_.begin() + k, greater);
+
+    // Softmax over the candidates at the temperature.
+    const float inv_t = 1.0f / options_.temperature;
+    const float top = work_[size_t(order_[0])];
+    double sum = 0;
+    for (int i = 0; i < k; ++i) {
+        const float p = std::exp((work_[size_t(order_[size_t(i)])] - top) * inv_t);
+        probs_[size_t(i)] = p;
+        sum += p;
+    }
+    // top-p: the smallest prefix whose mass reaches top_p (at least one token).
+    int n = k;
+    if (options_.top_p < 1.0f) {
+        double acc = 0;
+        for (int i = 0; i < k; ++i) {
+            acc += probs_[size_t(i)] / sum;
+            if (acc >= options_.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    // min-p: drop tokens below min_p times the most likely one (probs_[0] is the max).
+    if (options_.min_p > 0.0f) {
+        const float cut = options_.min_p * probs_[0];
+        while (n > 1 && probs_[size_t(n - 1)] < cut) --n;
+    }
+    double total = 0;
+    for (int i = 0; i < n; ++i) total += probs_[size_t(i)];
+    const double u = double(splitmix64(state_) >> 11) * (1.0 / 9007199254740992.0) * total;
+    double acc = 0;
+    for (int i = 0; i < n; ++i) {
+        acc += probs_[size_t(i)];
+        if (u < acc) return order_[size_t(i)];
+    }
+    return order_[size_t(n - 1)];
+}
+
+}  // namespace staticlm

@@ -1,0 +1,215 @@
+// Session: buckets, chunking, validation and the calls of RUNTIME.md on top of
+// the shared graph. All buffers are made in the constructor.
+#include "staticlm/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "cache/kv_cache.hpp"
+#include "model/graph.hpp"
+#include "model/model.hpp"
+#include "staticlm/error.hpp"
+
+namespace staticlm {
+
+namespace {
+
+// Sorted, deduplicated buckets with 1 added; validated against K.
+std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
+    if (in.empty())
+        throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
+                                           " is empty (give at least one block size)");
+    std::vector<int> out;
+    out.reserve(in.size() + 1);
+    for (int b : in) {
+        if (b < 1 || b > max_seq)
+            throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
+                                               " has block size " + std::to_string(b) +
+                                               " outside 1.." + std::to_string(max_seq) +
+                                               " (max_seq)");
+        out.push_back(b);
+    }
+    out.push_back(1);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+// The bucket rule, writing into a caller-provided array (no allocation).
+// Returns the number of steps.
+size_t plan_into(std::span<const int> sorted, int P, int T, int K, Step* out) {
+    size_t n_steps = 0;
+    int n = T;
+    while (n > 0) {
+        int q = 0;
+        for (int b : sorted)
+            if (b >= n && P + b <= K) {
+                q = b;
+                break;
+            }
+        if (q == 0)
+            for (int b : sorted)
+                if (P + b <= K) q = b;  // sorted ascending: ends at the largest that fits
+        const int t = std::min(q, n);
+        out[n_steps++] = {q, t};
+        P += t;
+        n -= t;
+    }
+    return n_steps;
+}
+
+int default_threads() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : int(n);
+}
+
+}  // namespace
+
+struct Session::Impl {
+    std::shared_ptr<const Model> model;
+    SessionOptions options;
+    const kernels::KernelTable* kt = nullptr;
+    std::vector<int> prefill_buckets, append_buckets;
+    std::vector<int> decode_buckets{1};
+    StaticKVCache cache;
+    Workspace ws;
+    std::vector<float> last_logits;  // [vocab]
+    std::vector<Step> steps;         // capacity max_seq: a plan never has more steps than tokens
+    size_t n_steps = 0;
+    int pos = 0;
+    int high_water = 0;  // highest position written + 1 (rewind limit of rings)
+    int threads = 1;
+
+    void validate(std::span<const int> tokens, int P) const {
+        if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
+        const int vocab = model->config().vocab;
+        for (size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] < 0 || tokens[i] >= vocab)
+                throw Error(ErrorKind::input, "invalid token id " + std::to_string(tokens[i]) +
+                                                  " at index " + std::to_string(i) +
+                                                  " (vocab size " + std::to_string(vocab) + ")");
+        const long long end = (long long)P + (long long)tokens.size();
+        if (end > options.max_seq)
+            throw Error(ErrorKind::capacity,
+                        "capacity exceeded: P=" + std::to_string(P) + " + T=" +
+                            std::to_string(tokens.size()) + " > K=" +
+                            std::to_string(options.max_seq) + " (max_seq)");
+    }
+
+    std::span<const float> run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
+                               LogitsSink sink) {
+        validate(tokens, P);
+        if (sink && !options.all_logits)
+            throw Error(ErrorKind::config,
+                        "per-row logits need a session created with all_logits");
+        n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
+        const int vocab = model->config().vocab;
+        int done = 0;
+        for (size_t s = 0; s < n_steps; ++s) {
+            const int t = steps[s].t;
+            ForwardArgs a;
+            a.tokens = tokens.data() + done;
+            a.t = t;
+            a.pos0 = P + done;
+            a.n_threads = threads;
+            const bool last = s + 1 == n_steps;
+            a.logits = sink ? ForwardArgs::Logits::all
+                            : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
+            forward(*model, *kt, cache, ws, a);
+            if (sink) sink.fn(sink.ctx, a.pos0, ws.logits, t, vocab);
+            if (last) {
+                const float* row = sink ? ws.logits + size_t(t - 1) * size_t(vocab) : ws.logits;
+                std::memcpy(last_logits.data(), row, size_t(vocab) * sizeof(float));
+            }
+            done += t;
+        }
+        pos = P + done;
+        high_water = std::max(high_water, pos);
+        return last_logits;
+    }
+};
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& s = *impl_;
+    if (!model) throw Error(ErrorKind::config, "session needs a model");
+    if (options.max_seq < 1)
+        throw Error(ErrorKind::config, "invalid configuration: max_seq must be >= 1, got " +
+                                           std::to_string(options.max_seq));
+    if (options.threads < 0)
+        throw Error(ErrorKind::config, "invalid configuration: threads must be >= 0 (0 = all "
+                                       "cores), got " + std::to_string(options.threads));
+    s.model = std::move(model);
+    s.options = options;
+    s.prefill_buckets = normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
+    s.append_buckets = normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
+    s.threads = options.threads == 0 ? default_threads() : options.threads;
+    s.kt = &kernels::table();
+    const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
+    const ModelConfig& c = s.model->config();
+    const std::vector<KvLayerSpec> specs = kv_layer_specs(c);
+    s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
+    s.ws = Workspace(c, s.model->weight_type(), q_max, s.threads, options.all_logits);
+    s.last_logits.assign(size_t(c.vocab), 0.0f);
+    s.steps.resize(size_t(options.max_seq) + 1);
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+std::span<const float> Session::prefill(std::span<const int> tokens, LogitsSink sink) {
+    return impl_->run(tokens, 0, impl_->prefill_buckets, sink);
+}
+
+std::span<const float> Session::append(std::span<const int> tokens, LogitsSink sink) {
+    return impl_->run(tokens, impl_->pos, impl_->append_buckets, sink);
+}
+
+std::span<const float> Session::decode(int token) {
+    return impl_->run(std::span<const int>(&token, 1), impl_->pos, impl_->decode_buckets, {});
+}
+
+void Session::rewind(int n) {
+    const int limit = max_rewind();
+    if (n < 0 || n > limit)
+        throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
+                                          std::to_string(impl_->pos) + ", at most " +
+                                          std::to_string(limit) + " can be rewound");
+    impl_->pos -= n;
+}
+
+void Session::reset() { impl_->pos = 0; }
+
+int Session::pos() const { return impl_->pos; }
+int Session::max_seq() const { return impl_->options.max_seq; }
+int Session::vocab() const { return impl_->model->config().vocab; }
+int Session::threads() const { return impl_->threads; }
+int Session::max_rewind() const { return impl_->cache.max_rewind(impl_->pos, impl_->high_water); }
+std::span<const float> Session::logits() const { return impl_->last_logits; }
+std::span<const Step> Session::last_plan() const {
+    return {impl_->steps.data(), impl_->n_steps};
+}
+const Model& Session::model() const { return *impl_->model; }
+const SessionOptions& Session::options() const { return impl_->options; }
+size_t Session::cache_bytes() const { return impl_->cache.bytes(); }
+size_t Session::cache_bytes_per_token() const { return impl_->cache.bytes_per_token(); }
+size_t Session::workspace_bytes() const {
+    return impl_->ws.bytes() + impl_->last_logits.size() * sizeof(float) +
+           impl_->steps.size() * sizeof(Step);
+}
+
+std::vector<Step> Session::plan(std::span<const int> buckets, int P, int T, int K) {
+    if (K < 1 || P < 0 || T < 0 || P + T > K)
+        throw Error(ErrorKind::capacity, "capacity exceeded: P=" + std::to_string(P) + " + T=" +
+                                             std::to_string(T) + " > K=" + std::to_string(K));
+    const std::vector<int> sorted = normalize_buckets(
+        std::vector<int>(buckets.begin(), buckets.end()), "buckets", K);
+    std::vector<Step> out(size_t(T) + 1);
+    out.resize(plan_into(sorted, P, T, K, out.data()));
+    return out;
+}
+
+}  // namespace staticlm

@@ -1,0 +1,370 @@
+// q8 format and q8 matmul: the scalar reference against hand-computed values,
+// packing round trips, and every runnable target's quantize_act / matmul_q8
+// against the reference (exactly where the fp32 sums are exact, else tightly).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "include/staticlm/error.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+#include "kernels/ref.hpp"
+
+using namespace staticlm;
+using namespace staticlm::kernels;
+
+namespace {
+
+int k_pad_of(int k) { return padded_k(WeightType::q8, k); }
+
+// A packed q8 matrix and its reference (row-major quantized) twin.
+struct Q8Matrix {
+    Buffer buf;
+    PackedMatrix w;
+    std::vector<int8_t> q;  // [n][k_pad]
+    std::vector<float> s;   // [n][k_pad/32]
+};
+
+Q8Matrix make_matrix(const std::vector<float>& src, int n, int k) {
+    Q8Matrix m;
+    const size_t bytes = packed_bytes(WeightType::q8, n, k);
+    m.buf = Buffer(std::max<size_t>(bytes, 64));
+    m.w = {WeightType::q8, n, k, m.buf.data(), bytes};
+    pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 0, n, m.buf.data());
+    const int kp = k_pad_of(k);
+    m.q.resize(size_t(n) * size_t(kp));
+    m.s.resize(size_t(n) * size_t(kp / kQ8Group));
+    for (int r = 0; r < n; ++r)
+        ref::quantize_row_q8(src.data() + size_t(r) * size_t(k), k, m.q.data() + size_t(r) * kp,
+                             m.s.data() + size_t(r) * size_t(kp / kQ8Group));
+    return m;
+}
+
+std::vector<Target> runnable_targets() {
+    std::vector<Target> out;
+    for (Target t : compiled_targets())
+        if (target_supported(t)) out.push_back(t);
+    return out;
+}
+
+// Values whose group quantization is exact: in each group of 32 one element is
+// ±127·2^e (so scale = 2^e exactly) and the others are small integers · 2^e.
+std::vector<float> exact_values(int rows, int k, std::mt19937& rng) {
+    std::vector<float> v(size_t(rows) * size_t(k));
+    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, kQ8Group - 1),
+        sign(0, 1);
+    for (int r = 0; r < rows; ++r)
+        for (int g0 = 0; g0 < k; g0 += kQ8Group) {
+            const float scale = std::ldexp(1.0f, expo(rng));
+            const int len = std::min(kQ8Group, k - g0);
+            const int big = pos(rng) % len;
+            for (int i = 0; i < len; ++i) {
+                const int q = i == big ? (sign(rng) ? 127 : -127) : small(rng);
+                v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(q) * scale;
+            }
+        }
+    return v;
+}
+
+std::vector<float> random_values(size_t count, std::mt19937& rng) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(count);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("q8 reference quantization of hand-computed rows") {
+    SUBCASE("scale 1: rounding half away from zero, signs, exact values") {
+        float x[32] = {};
+        x[0] = 127.0f;  // sets the scale to exactly 1
+        x[1] = 2.5f;
+        x[2] = -2.5f;
+        x[3] = 0.5f;
+        x[4] = -0.5f;
+        x[5] = 1.4999999f;
+        x[6] = 126.5f;
+        x[7] = -3.0f;
+        x[8] = 0.49999997f;
+        int8_t q[32];
+        float s = -1.0f;
+        ref::quantize_row_q8(x, 32, q, &s);
+        CHECK(s == 1.0f);
+        const int expect[9] = {127, 3, -3, 1, -1, 1, 127, -3, 0};
+        for (int i = 0; i < 9; ++i) CHECK_MESSAGE(q[i] == expect[i], "element ", i);
+        for (int i = 9; i < 32; ++i) CHECK(q[i] == 0);
+    }
+    SUBCASE("scale 0.5 from a negative maximum; ties go away from zero, not to even") {
+        float x[32] = {};
+        x[0] = -63.5f;  // max |x| = 63.5 -> scale 0.5
+        x[1] = 0.25f;   // 0.5 -> 1
+        x[2] = -0.25f;  // -0.5 -> -1
+        x[3] = 1.25f;   // 2.5 -> 3 (even rounding would give 2)
+        x[4] = 0.75f;   // 1.5 -> 2
+        x[5] = 0.2f;    // 0.4 -> 0
+        int8_t q[32];
+        float s;
+        ref::quantize_row_q8(x, 32, q, &s);
+        CHECK(s == 0.5f);
+        CHECK(q[0] == -127);
+        CHECK(q[1] == 1);
+        CHECK(q[2] == -1);
+        CHECK(q[3] == 3);
+        CHECK(q[4] == 2);
+        CHECK(q[5] == 0);
+    }
+    SUBCASE("zero groups, padding of K to 32, general scales hit ±127") {
+        // k = 70: group 0 all zero, group 1 has max 1.0, group 2 has 6 values + padding.
+        std::vector<float> x(70, 0.0f);
+        x[32] = 1.0f;
+        x[33] = -0.5f;
+        for (int i = 64; i < 70; ++i) x[size_t(i)] = -0.1f * float(i - 63);
+        std::vector<int8_t> q(96, int8_t(99));
+        float s[3];
+        ref::quantize_row_q8(x.data(), 70, q.data(), s);
+        CHECK(s[0] == 0.0f);
+        for (int i = 0; i < 32; ++i) CHECK(q[size_t(i)] == 0);
+        CHECK(s[1] == 1.0f / 127.0f);
+        CHECK(q[32] == 127);
+        CHECK(q[33] == -64);  // -63.5 (approximately) rounds away
+        for (int i = 34; i < 64; ++i) CHECK(q[size_t(i)] == 0);
+        CHECK(s[2] == 0.6f / 127.0f);
+        CHECK(q[69] == -127);
+        CHECK(q[64] == int8_t(-std::lround(0.1f / (0.6f / 127.0f))));
+        for (int i = 70; i < 96; ++i) CHECK(q[size_t(i)] == 0);  // padding
+        float back[70];
+        ref::dequantize_row_q8(q.data(), s, 70, back);
+        CHECK(back[32] == 1.0f / 127.0f * 127.0f);
+        CHECK(back[0] == 0.0f);
+        CHECK(back[69] == doctest::Approx(-0.6f).epsilon(1e-6));
+    }
+    SUBCASE("k = 1") {
+        float x = -3.0f, s;
+        int8_t q[32];
+        ref::quantize_row_q8(&x, 1, q, &s);
+        CHECK(s == 3.0f / 127.0f);
+        CHECK(q[0] == -127);
+        for (int i = 1; i < 32; ++i) CHECK(q[i] == 0);
+    }
+}
+
+TEST_CASE("q8 sizes") {
+    CHECK(packed_bytes(WeightType::q8, 16, 32) == 576);
+    CHECK(packed_bytes(WeightType::q8, 17, 33) == 2 * 2 * 576);
+    CHECK(packed_bytes(WeightType::q8, 0, 32) == 0);
+    CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 = 40 -> 64
+    CHECK(q8_act_row_bytes(2048) == 64 * 40);  // 64 groups · 40 bytes
+    CHECK(q8_act_row_bytes(100) % 64 == 0);
+    CHECK(matmul_scratch_bytes(WeightType::q8, 3, 100) == 3 * q8_act_row_bytes(100));
+    CHECK(matmul_scratch_bytes(WeightType::q8, 0, 100) == 0);
+    CHECK_THROWS_AS(pack_weights(WeightType::q8, SrcType::f32, nullptr, 40, 32, 8, 40, nullptr),
+                    Error);
+}
+
+TEST_CASE("q8 packing: layout, pack -> unpack round trip, f16/bf16 sources, split ranges") {
+    std::mt19937 rng(7);
+    for (int n : {1, 15, 16, 17, 40}) {
+        for (int k : {1, 31, 32, 33, 100}) {
+            CAPTURE(n);
+            CAPTURE(k);
+            const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+            Q8Matrix m = make_matrix(src, n, k);
+            const int kp = k_pad_of(k), n_groups = kp / kQ8Group;
+            // The documented layout, byte by byte.
+            const auto* bytes = reinterpret_cast<const uint8_t*>(m.w.data);
+            const int n_panels = (n + 15) / 16;
+            for (int p = 0; p < n_panels; ++p)
+                for (int g = 0; g < n_groups; ++g) {
+                    const uint8_t* blk = bytes + (size_t(p) * size_t(n_groups) + size_t(g)) * 576;
+                    for (int r = 0; r < 16; ++r) {
+                        const int row = p * 16 + r;
+                        float sc;
+                        std::memcpy(&sc, blk + 512 + 4 * r, 4);
+                        CHECK(sc == (row < n ? m.s[size_t(row) * size_t(n_groups) + size_t(g)]
+                                             : 0.0f));
+                        for (int i = 0; i < 32; ++i) {
+                            const int qv = row < n ? m.q[size_t(row) * size_t(kp) +
+                                                         size_t(g * 32 + i)]
+                                                   : 0;
+                            CHECK(int(blk[(i / 4) * 64 + r * 4 + i % 4]) == qv + 128);
+                        }
+                    }
+                }
+            // unpack_row == dequantize(reference) × scale
+            std::vector<float> out(static_cast<size_t>(k)), expect(static_cast<size_t>(k));
+            for (int r = 0; r < n; ++r) {
+                unpack_row(m.w, r, 2.0f, out.data());
+                ref::dequantize_row_q8(m.q.data() + size_t(r) * size_t(kp),
+                                       m.s.data() + size_t(r) * size_t(n_groups), k,
+                                       expect.data());
+                for (int i = 0; i < k; ++i) CHECK(out[size_t(i)] == expect[size_t(i)] * 2.0f);
+            }
+            // f16 and bf16 sources pack like their f32 values; split ranges like one call.
+            std::vector<uint16_t> h(src.size()), b(src.size());
+            std::vector<float> hf(src.size()), bf(src.size());
+            for (size_t i = 0; i < src.size(); ++i) {
+                h[i] = f32_to_f16(src[i]);
+                hf[i] = f16_to_f32(h[i]);
+                b[i] = f32_to_bf16(src[i]);
+                bf[i] = bf16_to_f32(b[i]);
+            }
+            const size_t nb = m.w.bytes;
+            Buffer b1(nb + 64), b2(nb + 64), b3(nb + 64), b4(nb + 64);
+            pack_weights(WeightType::q8, SrcType::f16, h.data(), n, k, 0, n, b1.data());
+            pack_weights(WeightType::q8, SrcType::f32, hf.data(), n, k, 0, n, b2.data());
+            CHECK(std::memcmp(b1.data(), b2.data(), nb) == 0);
+            pack_weights(WeightType::q8, SrcType::bf16, b.data(), n, k, 0, n, b3.data());
+            pack_weights(WeightType::q8, SrcType::f32, bf.data(), n, k, 0, n, b4.data());
+            CHECK(std::memcmp(b3.data(), b4.data(), nb) == 0);
+            if (n > 16) {
+                Buffer parts(nb + 64);
+                pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 16, n, parts.data());
+                pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 0, 16, parts.data());
+                CHECK(std::memcmp(parts.data(), m.w.data, nb) == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("q8 quantize_act equals the reference on every target") {
+    std::mt19937 rng(11);
+    for (Target t : runnable_targets()) {
+        const KernelTable& kt = table_for(t);
+        for (int k : {1, 31, 32, 33, 64, 100}) {
+            CAPTURE(target_name(t));
+            CAPTURE(k);
+            const int m = 3, kp = k_pad_of(k), n_groups = kp / kQ8Group;
+            const size_t ldx = size_t(k) + 3;
+            std::vector<float> x = random_values(size_t(m) * ldx + 1, rng);
+            for (int i = 0; i < std::min(k, 32); ++i) x[1 + ldx + size_t(i)] = 0.0f;  // zero group
+            // Row 2, group 0: scale exactly 1 and ties (j + 0.5) that must round away from 0.
+            x[1 + 2 * ldx] = 127.0f;
+            for (int i = 1; i < std::min(k, 32); ++i)
+                x[1 + 2 * ldx + size_t(i)] = float(i - 16) + 0.5f;
+            const size_t row = q8_act_row_bytes(k);
+            Buffer dst(m * row);
+            kt.quantize_act(x.data() + 1, ldx, m, k, dst.data());  // misaligned rows
+            for (int r = 0; r < m; ++r) {
+                std::vector<int8_t> q(static_cast<size_t>(kp));
+                std::vector<float> s(static_cast<size_t>(n_groups));
+                ref::quantize_row_q8(x.data() + 1 + size_t(r) * ldx, k, q.data(), s.data());
+                const std::byte* d = dst.data() + size_t(r) * row;
+                CHECK(std::memcmp(d, q.data(), size_t(kp)) == 0);
+                CHECK(std::memcmp(d + kp, s.data(), 4 * size_t(n_groups)) == 0);
+                for (int g = 0; g < n_groups; ++g) {
+                    int32_t sum = 0, corr;
+                    for (int i = 0; i < 32; ++i) sum += q[size_t(g * 32 + i)];
+                    std::memcpy(&corr, d + kp + 4 * n_groups + 4 * g, 4);
+                    CHECK(corr == -128 * sum);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("q8 reference matmul equals exact integer arithmetic") {
+    // Power-of-two scales and small values: every fp32 operation is exact, so
+    // the reference must equal a double computation from the integers.
+    std::mt19937 rng(3);
+    const int m = 3, n = 5, k = 100, kp = 128, n_groups = 4;
+    const std::vector<float> w = exact_values(n, k, rng), x = exact_values(m, k, rng);
+    Q8Matrix mat = make_matrix(w, n, k);
+    std::vector<float> y(static_cast<size_t>(m * n));
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x.data(), size_t(k), m, y.data(), size_t(n));
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c) {
+            double expect = 0;
+            for (int i = 0; i < k; ++i)  // the exact dequantized values are the inputs
+                expect += double(x[size_t(r * k + i)]) * double(w[size_t(c * k + i)]);
+            CHECK(double(y[size_t(r * n + c)]) == expect);
+        }
+    (void)kp;
+    (void)n_groups;
+}
+
+namespace {
+
+// Runs kt's matmul on a strided, misaligned x and y and compares with the
+// reference; exact: bitwise equality, else |diff| <= tol · Σ|x̂·ŵ|.
+void check_matmul(const KernelTable& kt, int m, int n, int k, int n_threads, bool exact,
+                  std::mt19937& rng) {
+    CAPTURE(target_name(kt.target));
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(n_threads);
+    const std::vector<float> w = exact ? exact_values(n, k, rng)
+                                       : random_values(size_t(n) * size_t(k), rng);
+    Q8Matrix mat = make_matrix(w, n, k);
+    const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
+    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
+    {
+        const std::vector<float> xv = exact ? exact_values(m, k, rng)
+                                            : random_values(size_t(m) * size_t(k), rng);
+        for (int r = 0; r < m; ++r)
+            std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k),
+                        sizeof(float) * size_t(k));
+    }
+    const float* x = xbuf.data() + 1;  // misaligned
+    const float kGuard = -12345.0f;
+    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n));
+    float* y = ybuf.data() + 1;
+    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q8, m, k), 64));
+    kt.matmul_q8(mat.w, x, ldx, m, y, ldy, scratch.data(), n_threads);
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    const int kp = k_pad_of(k);
+    std::vector<int8_t> xq(static_cast<size_t>(kp));
+    std::vector<float> xs(static_cast<size_t>(kp / 32));
+    int bad = 0;
+    for (int r = 0; r < m; ++r) {
+        ref::quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        for (int c = 0; c < n; ++c) {
+            const float got = y[size_t(r) * ldy + size_t(c)];
+            const float want = yref[size_t(r) * size_t(n) + size_t(c)];
+            bool ok;
+            if (exact) {
+                ok = got == want;
+            } else {
+                double mag = 0;
+                for (int i = 0; i < kp; ++i)
+                    mag += std::fabs(double(xq[size_t(i)]) * xs[size_t(i / 32)] *
+                                     mat.q[size_t(c) * size_t(kp) + size_t(i)] *
+                                     mat.s[size_t(c) * size_t(kp / 32) + size_t(i / 32)]);
+                ok = std::fabs(double(got) - double(want)) <= 1e-6 * mag + 1e-30;
+            }
+            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
+        }
+        for (size_t c = size_t(n); c < ldy && r + 1 < m; ++c)  // gaps between rows untouched
+            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
+    }
+    CHECK(ybuf[0] == kGuard);
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("q8 matmul equals the reference exactly on every target (exact fp32 sums)") {
+    std::mt19937 rng(5);
+    for (Target t : runnable_targets())
+        for (int m : {0, 1, 2, 3, 5, 6, 7, 13, 16, 17})
+            for (int n : {1, 15, 16, 17, 33, 48})
+                for (int k : {1, 31, 32, 33, 64, 100})
+                    for (int threads : {1, 2}) check_matmul(table_for(t), m, n, k, threads, true, rng);
+}
+
+TEST_CASE("q8 matmul matches the reference on random data on every target") {
+    std::mt19937 rng(9);
+    for (Target t : runnable_targets()) {
+        for (int m : {1, 2, 5, 12, 64})
+            for (int n : {17, 33, 80})
+                for (int k : {33, 100, 256})
+                    for (int threads : {1, 2})
+                        check_matmul(table_for(t), m, n, k, threads, false, rng);
+        check_matmul(table_for(t), 70, 130, 300, 2, false, rng);  // both thread splits, tails
+        check_matmul(table_for(t), 40, 16, 64, 2, false, rng);    // one panel: rows split
+    }
+}

@@ -1,0 +1,315 @@
+// config.json parsing: Llama (GQA, head_dim, llama3 RoPE on all three
+// branches), Gemma 4 (E2B layer map, KV sharing, double-wide MLP, partial
+// rotary), special tokens from the side files, and the error cases.
+#include <doctest/doctest.h>
+
+#include <source_location>
+
+#include <cmath>
+
+#include "model/config.hpp"
+#include "model/synthetic.hpp"
+#include "staticlm/error.hpp"
+#include "tests/model/st_writer.hpp"
+
+using namespace staticlm;
+using namespace staticlm::test;
+
+namespace {
+
+template <class F>
+void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> needles,
+                  std::source_location loc = std::source_location::current()) {
+    INFO("expect_error at line " << loc.line());
+    try {
+        f();
+        FAIL_CHECK("no error thrown");
+        return;
+    } catch (const Error& e) {
+        CHECK_MESSAGE(e.kind() == kind, "kind " << error_kind_name(e.kind()) << ": " << e.what());
+        for (const std::string& n : needles)
+            CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
+    }
+}
+
+const std::string kLlamaBase = R"("architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 96,
+  "vocab_size": 100)";
+
+ModelConfig llama(const std::string& extra) {
+    return parse_model_config("{" + kLlamaBase + (extra.empty() ? "" : ", " + extra) + "}", "config.json");
+}
+
+// A Gemma 4 text config in the form transformers 5.24 saves (per_layer_config).
+const std::string kGemmaSmall = R"({
+  "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text",
+  "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 16, "intermediate_size": 48, "vocab_size": 300, "sliding_window": 4,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention"],
+  "per_layer_config": {"1": {"head_dim": 32}, "3": {"head_dim": 32}, "5": {"head_dim": 32}},
+  "num_kv_shared_layers": 2, "use_double_wide_mlp": true,
+  "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 300,
+  "final_logit_softcapping": 30.0, "rms_norm_eps": 1e-06, "tie_word_embeddings": true,
+  "attention_k_eq_v": false,
+  "rope_parameters": {
+    "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+    "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}},
+  "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0
+})";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("config: rope helpers against hand-computed values") {
+    // theta 10000, d 8: inv = 10000^(-i/4) = 1, 0.1, 0.01, 0.001.
+    const std::vector<float> inv = rope_inv_freq_default(8, 10000.0);
+    REQUIRE(inv.size() == 4);
+    CHECK(inv[0] == 1.0f);
+    CHECK(inv[1] == doctest::Approx(0.1).epsilon(1e-6));
+    CHECK(inv[2] == doctest::Approx(0.01).epsilon(1e-6));
+    CHECK(inv[3] == doctest::Approx(0.001).epsilon(1e-6));
+    // llama3, factor 8, low 1, high 4, orig 1024: wavelens 2π·{1, 10, 100, 1000}
+    // → 6.3, 63 < 256 unchanged; 628 in [256, 1024] smoothed with
+    // s = (1024/628.32 - 1)/3 = 0.2099 → 0.0030868; 6283 > 1024 → 0.001/8.
+    std::vector<float> l3 = inv;
+    rope_apply_llama3(l3, 8.0, 1.0, 4.0, 1024.0);
+    CHECK(l3[0] == inv[0]);
+    CHECK(l3[1] == inv[1]);
+    CHECK(l3[2] == doctest::Approx(0.003086760967011274).epsilon(1e-5));
+    CHECK(l3[3] == doctest::Approx(0.000125).epsilon(1e-5));
+}
+
+TEST_CASE("config: Llama fields, defaults and rope forms") {
+    ModelConfig c = llama(R"("num_key_value_heads": 2, "rms_norm_eps": 1e-5, "tie_word_embeddings": true,
+                             "bos_token_id": 128000, "eos_token_id": [128001, 128009], "max_position_embeddings": 4096)");
+    CHECK(c.family == "llama");
+    CHECK(c.architecture == "LlamaForCausalLM");
+    CHECK(c.hidden == 64);
+    CHECK(c.n_layers == 2);
+    CHECK(c.vocab == 100);
+    CHECK(c.rms_eps == doctest::Approx(1e-5));
+    CHECK(c.tie_embeddings);
+    CHECK(c.bos_id == 128000);
+    CHECK(c.eos_ids == std::vector<int>{128001, 128009});
+    CHECK(c.max_position == 4096);
+    CHECK(c.activation == Activation::silu);
+    CHECK(c.embed_scale == 1.0f);
+    CHECK(c.final_softcap == 0.0f);
+    REQUIRE(c.layers.size() == 2);
+    for (int il = 0; il < 2; ++il) {
+        const LayerConfig& lc = c.layers[size_t(il)];
+        CHECK(lc.attention == AttentionType::full);
+        CHECK(lc.n_heads == 8);
+        CHECK(lc.n_kv_heads == 2);
+        CHECK(lc.head_dim == 8);  // 64 / 8
+        CHECK(lc.window == 0);
+        CHECK(lc.kv_source == il);
+        CHECK(lc.ffn_dim == 96);
+        CHECK(lc.attn_scale == doctest::Approx(1.0 / std::sqrt(8.0)));
+        CHECK(lc.inv_freq == rope_inv_freq_default(8, 10000.0));
+        CHECK(!lc.qk_norm);
+        CHECK(!lc.sandwich_norms);
+    }
+    // Defaults: kv heads = heads, untied, eos 2 only when given.
+    c = llama("");
+    CHECK(c.layers[0].n_kv_heads == 8);
+    CHECK(!c.tie_embeddings);
+    // head_dim given and different from H / heads.
+    c = llama(R"("head_dim": 12)");
+    CHECK(c.layers[1].head_dim == 12);
+    CHECK(c.layers[1].inv_freq.size() == 6);
+    CHECK(c.layers[1].attn_scale == doctest::Approx(1.0 / std::sqrt(12.0)));
+    // Older top-level rope_theta + rope_scaling{type: llama3}.
+    const std::vector<float> base = rope_inv_freq_default(8, 10000.0);
+    std::vector<float> expect = base;
+    rope_apply_llama3(expect, 8.0, 1.0, 4.0, 1024.0);
+    c = llama(R"("rope_theta": 10000.0, "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 1024})");
+    CHECK(c.layers[0].inv_freq == expect);
+    // transformers-5 rope_parameters.
+    c = llama(R"("rope_parameters": {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+              "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 1024})");
+    CHECK(c.layers[0].inv_freq == expect);
+    c = llama(R"("rope_parameters": {"rope_type": "default", "rope_theta": 500000.0})");
+    CHECK(c.layers[0].inv_freq == rope_inv_freq_default(8, 500000.0));
+    c = llama(R"("rope_scaling": null, "rope_theta": 500000.0)");
+    CHECK(c.layers[0].inv_freq == rope_inv_freq_default(8, 500000.0));
+}
+
+TEST_CASE("config: Llama errors") {
+    expect_error([] { llama(R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"); }, ErrorKind::unsupported,
+                 {"unsupported rope_scaling type 'yarn' in config.json"});
+    expect_error([] { llama(R"("rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0})"); },
+                 ErrorKind::unsupported, {"'dynamic'", "config.json"});
+    expect_error([] { llama(R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"); }, ErrorKind::format,
+                 {"config.json", "low_freq_factor"});
+    expect_error([] { llama(R"("num_key_value_heads": 3)"); }, ErrorKind::format,
+                 {"config.json", "num_attention_heads", "num_key_value_heads"});
+    expect_error([] { llama(R"("head_dim": 0)"); }, ErrorKind::format, {"config.json", "head_dim"});
+    expect_error([] { llama(R"("head_dim": 7)"); }, ErrorKind::format, {"config.json", "head_dim"});
+    expect_error([] { llama(R"("num_key_value_heads": -2)"); }, ErrorKind::format, {"num_key_value_heads"});
+    expect_error([] { llama(R"("num_key_value_heads": 0)"); }, ErrorKind::format, {"num_key_value_heads"});
+    expect_error([] { llama(R"("head_dim": 99999999999)"); }, ErrorKind::format, {"head_dim"});
+    expect_error([] { llama(R"("head_dim": 1048576)"); }, ErrorKind::format, {"head_dim"});  // × 8 heads
+    expect_error([] { llama(R"("eos_token_id": "x")"); }, ErrorKind::format, {"eos_token_id"});
+    expect_error([] { llama(R"("hidden_act": "relu")"); }, ErrorKind::unsupported, {"hidden_act", "relu"});
+    expect_error([] { parse_model_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})", "c.json"); },
+                 ErrorKind::format, {"c.json", "num_hidden_layers"});
+    expect_error([] { parse_model_config("{\"hidden_size\": 64,", "c.json"); }, ErrorKind::format, {"c.json", "JSON"});
+    expect_error([] { parse_model_config(R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral"})", "c.json"); },
+                 ErrorKind::unsupported, {"c.json", "MistralForCausalLM", "mistral"});
+    expect_error([] { parse_model_config(R"({"model_type": "gpt2"})", "c.json"); }, ErrorKind::unsupported,
+                 {"c.json", "gpt2"});
+}
+
+TEST_CASE("config: Gemma-4-E2B layer map") {
+    const ModelConfig c = builtin_config("gemma-4-e2b");
+    CHECK(c.family == "gemma4");
+    CHECK(c.hidden == 1536);
+    CHECK(c.n_layers == 35);
+    CHECK(c.vocab == 262144);
+    CHECK(c.per_layer_dim == 256);
+    CHECK(c.per_layer_vocab == 262144);
+    CHECK(c.final_softcap == 30.0f);
+    CHECK(c.tie_embeddings);
+    CHECK(c.activation == Activation::gelu_tanh);
+    CHECK(c.embed_scale == doctest::Approx(39.191835884530846).epsilon(1e-7));
+    CHECK(c.rms_eps == doctest::Approx(1e-6));
+    REQUIRE(c.layers.size() == 35);
+    for (int il = 0; il < 35; ++il) {
+        const LayerConfig& lc = c.layers[size_t(il)];
+        const bool full = il % 5 == 4;
+        CAPTURE(il);
+        CHECK(lc.attention == (full ? AttentionType::full : AttentionType::sliding));
+        CHECK(lc.n_heads == 8);
+        CHECK(lc.n_kv_heads == 1);
+        CHECK(lc.head_dim == (full ? 512 : 256));
+        CHECK(lc.window == (full ? 0 : 512));
+        CHECK(lc.kv_source == (il < 15 ? il : (full ? 14 : 13)));
+        CHECK(lc.ffn_dim == (il < 15 ? 6144 : 12288));
+        CHECK(lc.attn_scale == 1.0f);
+        CHECK(lc.qk_norm);
+        CHECK(lc.v_norm);
+        CHECK(lc.sandwich_norms);
+        REQUIRE(lc.inv_freq.size() == size_t(lc.head_dim / 2));
+        if (full) {
+            // proportional, partial 0.25: 64 rotated pairs with exponent over d = 512.
+            CHECK(lc.inv_freq[0] == 1.0f);
+            CHECK(lc.inv_freq[1] == doctest::Approx(0.9474635256553754).epsilon(1e-6));
+            CHECK(lc.inv_freq[63] == doctest::Approx(0.033376246942920386).epsilon(1e-5));
+            for (int i = 64; i < 256; ++i) CHECK(lc.inv_freq[size_t(i)] == 0.0f);
+        } else {
+            CHECK(lc.inv_freq[1] == doctest::Approx(0.930572040929699).epsilon(1e-6));
+            for (float f : lc.inv_freq) CHECK(f > 0.0f);
+        }
+    }
+}
+
+TEST_CASE("config: Gemma 4 as saved by transformers 5.24 (per_layer_config), both namings") {
+    const ModelConfig c = parse_model_config(kGemmaSmall, "config.json");
+    CHECK(c.architecture == "Gemma4ForCausalLM");
+    REQUIRE(c.layers.size() == 6);
+    const int hd[] = {16, 32, 16, 32, 16, 32};
+    const int src[] = {0, 1, 2, 3, 2, 3};
+    for (int il = 0; il < 6; ++il) {
+        CAPTURE(il);
+        CHECK(c.layers[size_t(il)].head_dim == hd[il]);
+        CHECK(c.layers[size_t(il)].n_kv_heads == 2);
+        CHECK(c.layers[size_t(il)].kv_source == src[il]);
+        CHECK(c.layers[size_t(il)].ffn_dim == (il >= 4 ? 96 : 48));
+        CHECK(c.layers[size_t(il)].window == (il % 2 ? 0 : 4));
+    }
+    // 32 * 0.25 / 2 = 4 rotated pairs of 16.
+    for (int i = 0; i < 16; ++i) CHECK((c.layers[1].inv_freq[size_t(i)] != 0.0f) == (i < 4));
+    CHECK(c.bos_id == 2);
+    CHECK(c.eos_ids == std::vector<int>{1});
+    CHECK(c.pad_id == 0);
+
+    // The same text config nested in the multimodal form.
+    const std::string nested = R"({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+        "vision_config": {"model_type": "gemma4_vision"}, "text_config": )" + kGemmaSmall + "}";
+    const ModelConfig n = parse_model_config(nested, "config.json");
+    CHECK(n.architecture == "Gemma4ForConditionalGeneration");
+    REQUIRE(n.layers.size() == 6);
+    for (int il = 0; il < 6; ++il) {
+        CHECK(n.layers[size_t(il)].kv_source == c.layers[size_t(il)].kv_source);
+        CHECK(n.layers[size_t(il)].inv_freq == c.layers[size_t(il)].inv_freq);
+    }
+}
+
+TEST_CASE("config: Gemma 4 errors") {
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"num_kv_shared_layers\": 2", "\"num_kv_shared_layers\": 6"), "config.json"); },
+                 ErrorKind::format, {"config.json", "num_kv_shared_layers"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"sliding_attention\", \"full_attention\"]", "\"full_attention\"]"), "config.json"); },
+                 ErrorKind::format, {"config.json", "layer_types", "5 entries", "6"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"sliding_attention\", \"full_attention\", \"sliding",
+                                                 "\"chunked_attention\", \"full_attention\", \"sliding"), "config.json"); },
+                 ErrorKind::unsupported, {"config.json", "layer_types", "chunked_attention"});
+    // Shared layers of a type with no producer of that type.
+    expect_error([] { parse_model_config(replace(replace(kGemmaSmall, "\"num_kv_shared_layers\": 2", "\"num_kv_shared_layers\": 5"),
+                                                 "\"per_layer_config\"", "\"x\""), "config.json"); },
+                 ErrorKind::format, {"num_kv_shared_layers"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"), "config.json"); },
+                 ErrorKind::unsupported, {"attention_k_eq_v"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"rope_type\": \"proportional\"", "\"rope_type\": \"yarn\""), "config.json"); },
+                 ErrorKind::unsupported, {"config.json", "yarn"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "config.json"); },
+                 ErrorKind::format, {"config.json", "num_attention_heads"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"hidden_size\": 64", "\"hidden_size\": -64"), "config.json"); },
+                 ErrorKind::format, {"config.json", "hidden_size"});
+    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"hidden_size_per_layer_input\": 8", "\"hidden_size_per_layer_input\": 2000000"), "config.json"); },
+                 ErrorKind::format, {"config.json", "hidden_size_per_layer_input"});
+    expect_error([] { parse_model_config(R"({"architectures": ["Gemma4ForConditionalGeneration"]})", "config.json"); },
+                 ErrorKind::format, {"config.json", "text_config"});
+    expect_error([] { builtin_config("gpt-5"); }, ErrorKind::config, {"gpt-5", "tiny-llama"});
+}
+
+TEST_CASE("config: read_model_config with generation and tokenizer configs") {
+    TempDir d;
+    expect_error([&] { read_model_config(d.path / "absent"); }, ErrorKind::io, {"absent"});
+    expect_error([&] { read_model_config(d.path); }, ErrorKind::io, {"config.json"});
+    write_file(d.path / "config.json", "{" + kLlamaBase + R"(, "bos_token_id": 1, "eos_token_id": 2})");
+    ModelConfig c = read_model_config(d.path);
+    CHECK(c.eos_ids == std::vector<int>{2});
+    CHECK(c.add_bos);
+    write_file(d.path / "generation_config.json", R"({"bos_token_id": 1, "eos_token_id": [2, 7, 9]})");
+    write_file(d.path / "tokenizer_config.json", R"({"add_bos_token": false, "bos_token": "<s>"})");
+    c = read_model_config(d.path);
+    CHECK(c.eos_ids == std::vector<int>{2, 7, 9});
+    CHECK(!c.add_bos);
+    write_file(d.path / "generation_config.json", R"({"eos_token_id": 5)");
+    expect_error([&] { read_model_config(d.path); }, ErrorKind::format, {"generation_config.json"});
+    write_file(d.path / "generation_config.json", R"({"eos_token_id": 5})");
+    write_file(d.path / "tokenizer_config.json", R"({"add_bos_token": "yes"})");
+    expect_error([&] { read_model_config(d.path); }, ErrorKind::format, {"tokenizer_config.json", "add_bos_token"});
+}
+
+TEST_CASE("config: built-in llama configs") {
+    const ModelConfig l = builtin_config("llama-3.2-1b");
+    CHECK(l.hidden == 2048);
+    CHECK(l.n_layers == 16);
+    CHECK(l.vocab == 128256);
+    CHECK(l.tie_embeddings);
+    CHECK(l.layers[0].n_heads == 32);
+    CHECK(l.layers[0].n_kv_heads == 8);
+    CHECK(l.layers[0].head_dim == 64);
+    CHECK(l.layers[0].ffn_dim == 8192);
+    CHECK(l.eos_ids == std::vector<int>{128001, 128008, 128009});
+    std::vector<float> expect = rope_inv_freq_default(64, 500000.0);
+    rope_apply_llama3(expect, 32.0, 1.0, 4.0, 8192.0);
+    CHECK(l.layers[0].inv_freq == expect);
+    CHECK(l.layers[0].inv_freq[31] == doctest::Approx(rope_inv_freq_default(64, 500000.0)[31] / 32.0f));
+    const ModelConfig t = builtin_config("tiny-llama");
+    CHECK(t.hidden == 256);
+    CHECK(t.n_layers == 4);
+    CHECK(t.layers[0].n_heads == 8);
+    CHECK(t.layers[0].n_kv_heads == 2);
+    CHECK(t.layers[0].ffn_dim == 768);
+    CHECK(t.vocab == 1024);
+}

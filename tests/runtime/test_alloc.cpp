@@ -1,0 +1,143 @@
+// Static memory: after a session is created, prefill / append / decode /
+// rewind and sampling perform no heap allocation. This binary replaces the
+// global operator new and malloc family to count calls while a flag is set.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "model/model.hpp"
+#include "staticlm/generate.hpp"
+#include "staticlm/session.hpp"
+#include "tests/support.hpp"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocs{0};
+inline void note() {
+    if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" {
+void* malloc(size_t n) {
+    note();
+    return __libc_malloc(n);
+}
+void* calloc(size_t a, size_t b) {
+    note();
+    return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+    note();
+    return __libc_realloc(p, n);
+}
+void free(void* p) { __libc_free(p); }
+int posix_memalign(void** out, size_t align, size_t n) {
+    note();
+    void* p = __libc_memalign(align, n);
+    if (!p) return 12;  // ENOMEM
+    *out = p;
+    return 0;
+}
+void* aligned_alloc(size_t align, size_t n) {
+    note();
+    return __libc_memalign(align, n);
+}
+}
+
+void* operator new(size_t n) {
+    note();
+    if (void* p = __libc_malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](size_t n) { return operator new(n); }
+void* operator new(size_t n, std::align_val_t a) {
+    note();
+    if (void* p = __libc_memalign(size_t(a), n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { __libc_free(p); }
+void operator delete[](void* p) noexcept { __libc_free(p); }
+void operator delete(void* p, size_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, size_t) noexcept { __libc_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+
+using namespace staticlm;
+
+namespace {
+
+struct Counting {
+    Counting() {
+        g_allocs = 0;
+        g_counting = true;
+    }
+    ~Counting() { g_counting = false; }
+    long count() const { return g_allocs.load(); }
+};
+
+void check_no_allocation(const std::filesystem::path& dir, WeightType w) {
+    LoadOptions lo;
+    lo.weights = w;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(dir, lo);
+    const int V = model->config().vocab;
+    std::vector<int> ids(40);
+    for (int i = 0; i < 40; ++i) ids[size_t(i)] = (i * 37 + 5) % V;
+    SessionOptions so;
+    so.max_seq = 64;
+    so.prefill_buckets = {8, 16};
+    so.append_buckets = {4};
+    so.threads = 2;
+    Session s(model, so);
+    SamplingOptions sampling;
+    sampling.temperature = 0.7f;
+    sampling.top_k = 20;
+    sampling.top_p = 0.9f;
+    sampling.min_p = 0.01f;
+    sampling.repetition_penalty = 1.1f;
+    Sampler sampler(V, sampling);
+    // Warm-up: the first parallel region starts the thread team.
+    s.prefill(std::span<const int>(ids.data(), 20));
+    s.decode(3);
+    long n = 0;
+    {
+        Counting c;
+        s.prefill(std::span<const int>(ids.data(), 20));            // chunked: 16 + 4
+        s.append(std::span<const int>(ids.data() + 20, 10));       // 4 + 4 + 2
+        int tok = ids[30];
+        for (int i = 0; i < 5; ++i) {
+            std::span<const float> l = s.decode(tok);
+            tok = sampler.sample(l, std::span<const int>(ids.data(), 30));
+        }
+        s.rewind(6);
+        s.append(std::span<const int>(ids.data() + 30, 3));
+        s.reset();
+        s.prefill(std::span<const int>(ids.data(), 5));
+        n = c.count();
+    }
+    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), ": ", n, " heap allocations");
+}
+
+}  // namespace
+
+TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
+    for (WeightType w : {WeightType::f32, WeightType::q8}) {
+        check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
+        check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
+    }
+}

@@ -1,0 +1,199 @@
+// Session semantics of RUNTIME.md on the golden fixtures and stories260K:
+// split invariance, errors that leave the session unchanged, rewind.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "model/model.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/metrics.hpp"
+#include "staticlm/session.hpp"
+#include "tests/support.hpp"
+
+using namespace staticlm;
+
+namespace {
+
+std::shared_ptr<const Model> load(const std::filesystem::path& dir, WeightType w) {
+    LoadOptions lo;
+    lo.weights = w;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    return Model::load(dir, lo);
+}
+
+// Deterministic ids of a sequence of length n.
+std::vector<int> sequence(int n, int vocab, int salt) {
+    std::vector<int> ids(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) ids[size_t(i)] = int((uint64_t(i + 1) * 2654435761u + uint64_t(salt) * 97u) % uint64_t(vocab));
+    return ids;
+}
+
+struct Rows {
+    std::vector<float>* out;
+    static void sink(void* ctx, int pos, const float* rows, int t, int vocab) {
+        auto* self = static_cast<Rows*>(ctx);
+        std::copy(rows, rows + size_t(t) * size_t(vocab), self->out->begin() + ptrdiff_t(pos) * vocab);
+    }
+};
+
+// A way of splitting a sequence: prefill `prefix` tokens, then appends of the
+// given sizes, then decode steps for the rest.
+struct Split {
+    const char* name;
+    std::vector<int> prefill_buckets, append_buckets;
+    int max_seq_extra;  // max_seq = T + this (0 forces the Q = 1 fallback near the end)
+    int prefix;
+    std::vector<int> appends;
+};
+
+std::vector<float> run_split(std::shared_ptr<const Model> model, const std::vector<int>& ids,
+                             const Split& sp, KvType kv) {
+    const int T = int(ids.size()), V = model->config().vocab;
+    SessionOptions so;
+    so.max_seq = T + sp.max_seq_extra;
+    so.prefill_buckets = sp.prefill_buckets;
+    so.append_buckets = sp.append_buckets;
+    so.all_logits = true;
+    so.threads = 2;
+    so.kv = kv;
+    Session s(model, so);
+    std::vector<float> out(size_t(T) * size_t(V));
+    Rows rows{&out};
+    int p = 0;
+    s.prefill(std::span<const int>(ids.data(), size_t(sp.prefix)), {Rows::sink, &rows});
+    p = sp.prefix;
+    for (int n : sp.appends) {
+        s.append(std::span<const int>(ids.data() + p, size_t(n)), {Rows::sink, &rows});
+        p += n;
+    }
+    for (; p < T; ++p) {
+        std::span<const float> l = s.decode(ids[size_t(p)]);
+        std::copy(l.begin(), l.end(), out.begin() + ptrdiff_t(p) * V);
+    }
+    CHECK(s.pos() == T);
+    return out;
+}
+
+double worst_peir(const std::vector<float>& a, const std::vector<float>& ref, int V) {
+    double worst = 0;
+    for (size_t off = 0; off < ref.size(); off += size_t(V))
+        worst = std::max(worst, compare_logits({a.data() + off, size_t(V)}, {ref.data() + off, size_t(V)}).peir);
+    return worst;
+}
+
+void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvType kv, int T) {
+    auto model = load(dir, w);
+    const int V = model->config().vocab;
+    const std::vector<int> ids = sequence(T, V, 7);
+    const Split whole{"whole", {64}, {16}, 8, T, {}};
+    const std::vector<float> ref = run_split(model, ids, whole, kv);
+    const Split splits[] = {
+        {"prefill 8, appends of 4", {8}, {4}, 8, 10, {7, 4, 9}},
+        {"odd buckets, chunked", {3, 5}, {2, 7}, 8, 11, {13, 1, 6}},
+        {"capacity forces Q=1", {16}, {16}, 0, 12, {T - 12 - 3}},
+        {"all decode", {1}, {1}, 0, 1, {}},
+    };
+    for (const Split& sp : splits) {
+        const double peir = worst_peir(run_split(model, ids, sp, kv), ref, V);
+        MESSAGE(dir.filename().string(), " ", weight_type_name(w), " kv ", kv_type_name(kv), " [", sp.name, "] worst PEIR ", peir);
+        CHECK(peir <= 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("split invariance: any prefill/append/decode split gives the same logits") {
+    for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "gemma4-e2b-like-causal", "gemma4-keqv-causal"})
+        for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8})
+            check_split_invariance(test::fixtures_dir() / name, w, KvType::f32, 40);
+    check_split_invariance(test::fixtures_dir() / "llama-tied", WeightType::f32, KvType::f16, 40);
+    if (test::have_shared_data("stories260K split invariance"))
+        for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8})
+            check_split_invariance(test::shared_data() / "stories260K-hf", w, KvType::f16, 48);
+}
+
+TEST_CASE("errors leave the session unchanged") {
+    auto model = load(test::fixtures_dir() / "llama-gqa-llama3", WeightType::f32);
+    const int V = model->config().vocab;
+    const std::vector<int> ids = sequence(12, V, 3);
+    SessionOptions so;
+    so.max_seq = 16;
+    so.prefill_buckets = {8};
+    so.append_buckets = {4};
+    Session s(model, so), twin(model, so);
+    s.prefill(ids);
+    twin.prefill(ids);
+
+    auto expect_error = [&](ErrorKind kind, auto&& call) {
+        try {
+            call();
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.kind() == kind);
+            MESSAGE(e.what());
+        }
+        CHECK(s.pos() == 12);
+    };
+    expect_error(ErrorKind::input, [&] { s.append(std::vector<int>{}); });
+    expect_error(ErrorKind::input, [&] { s.append(std::vector<int>{1, V, 2}); });
+    expect_error(ErrorKind::input, [&] { s.append(std::vector<int>{-1}); });
+    expect_error(ErrorKind::input, [&] { s.decode(V + 5); });
+    expect_error(ErrorKind::capacity, [&] { s.append(std::vector<int>{1, 2, 3, 4, 5}); });
+    expect_error(ErrorKind::capacity, [&] { s.prefill(sequence(17, V, 1)); });
+    expect_error(ErrorKind::input, [&] { s.rewind(13); });
+    expect_error(ErrorKind::input, [&] { s.rewind(-1); });
+
+    // The next step gives exactly what an untouched twin gives.
+    const std::span<const float> a = s.decode(5);
+    const std::vector<float> got(a.begin(), a.end());
+    const std::span<const float> b = twin.decode(5);
+    CHECK(std::equal(got.begin(), got.end(), b.begin()));
+
+    // Invalid configurations are refused at creation.
+    auto bad = [&](SessionOptions o) {
+        try {
+            Session x(model, o);
+            return false;
+        } catch (const Error& e) {
+            MESSAGE(e.what());
+            return e.kind() == ErrorKind::config;
+        }
+    };
+    SessionOptions o = so;
+    o.prefill_buckets = {};
+    CHECK(bad(o));
+    o = so;
+    o.append_buckets = {0};
+    CHECK(bad(o));
+    o = so;
+    o.prefill_buckets = {32};  // > max_seq
+    CHECK(bad(o));
+    o = so;
+    o.threads = -1;
+    CHECK(bad(o));
+    o = so;
+    o.max_seq = 0;
+    CHECK(bad(o));
+}
+
+TEST_CASE("rewind then re-appending the same tokens gives the same logits") {
+    for (const char* name : {"llama-tied", "gemma4-e2b-like-causal"}) {
+        auto model = load(test::fixtures_dir() / name, WeightType::f32);
+        const std::vector<int> ids = sequence(30, model->config().vocab, 11);
+        SessionOptions so;
+        so.max_seq = 40;
+        so.prefill_buckets = {32};
+        so.append_buckets = {8};
+        Session s(model, so);
+        s.prefill(std::span<const int>(ids.data(), 20));
+        const std::span<const float> first = s.append(std::span<const int>(ids.data() + 20, 10));
+        const std::vector<float> before(first.begin(), first.end());
+        s.rewind(10);
+        CHECK(s.pos() == 20);
+        const std::span<const float> again = s.append(std::span<const int>(ids.data() + 20, 10));
+        CHECK(std::equal(before.begin(), before.end(), again.begin()));
+    }
+}

@@ -1,0 +1,27 @@
+// Shared pieces of the CLI subcommands: flag lists, and turning flags into
+// load, session and generation options.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "staticlm/generate.hpp"
+#include "staticlm/model.hpp"
+#include "staticlm/session.hpp"
+#include "tools/cli_args.hpp"
+
+namespace staticlm::cli {
+
+const std::vector<std::string>& common_flags();
+const std::vector<std::string>& common_switches();
+
+WeightType weight_type_from_args(const Args& a);
+// --model DIR (with a progress bar on a terminal) or --synthetic NAME.
+std::shared_ptr<const Model> load_model_from_args(const Args& a);
+SessionOptions session_options_from_args(const Args& a);
+GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens);
+
+int cmd_bench(const Args& a);
+
+}  // namespace staticlm::cli
