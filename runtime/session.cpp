@@ -126,7 +126,9 @@ struct Session::Impl {
             done += t;
         }
         pos = P + done;
-        high_water = std::max(high_water, pos);
+        // From position 0 every slot before pos was just rewritten: older
+        // writes no longer limit rewind.
+        high_water = P == 0 ? pos : std::max(high_water, pos);
         return last_logits;
     }
 };
@@ -177,11 +179,18 @@ void Session::rewind(int n) {
     if (n < 0 || n > limit)
         throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
                                           std::to_string(impl_->pos) + ", at most " +
-                                          std::to_string(limit) + " can be rewound");
+                                          std::to_string(limit) + " can be rewound" +
+                                          (limit < impl_->pos
+                                               ? " (the ring caches of sliding layers hold only "
+                                                 "window + Q_max positions)"
+                                               : ""));
     impl_->pos -= n;
 }
 
-void Session::reset() { impl_->pos = 0; }
+void Session::reset() {
+    impl_->pos = 0;
+    impl_->high_water = 0;
+}
 
 int Session::pos() const { return impl_->pos; }
 int Session::max_seq() const { return impl_->options.max_seq; }
