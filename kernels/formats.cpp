@@ -33,7 +33,11 @@ void unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
 }
 
 size_t matmul_scratch_bytes(WeightType type, int m, int k) {
-    return type == WeightType::q8 ? detail::q8_scratch_bytes(m, k) : 0;
+    switch (type) {
+        case WeightType::q8: return detail::q8_scratch_bytes(m, k);
+        case WeightType::bf16: return size_t(m) * detail::bf16_act_row_bytes(k);  // x as bf16
+        default: return 0;
+    }
 }
 
 namespace detail {

@@ -17,6 +17,9 @@ size_t float_packed_bytes(WeightType type, int n, int k);
 void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
                 std::byte* dst);
 void float_unpack_row(const PackedMatrix& w, int row, float scale, float* out);
+// Row stride of the bf16 copy of x that the vdpbf16ps matmul keeps in scratch:
+// padded_k(bf16, k) uint16, rounded up to 64 bytes.
+size_t bf16_act_row_bytes(int k);
 
 // Reads element i of a source row as float.
 float load_src(SrcType src_type, const void* src, size_t i);

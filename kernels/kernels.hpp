@@ -97,7 +97,8 @@ void unpack_row(const PackedMatrix& w, int row, float scale, float* out);
 // with the row stride q8_act_row_bytes(k) (a multiple of 64).
 size_t q8_act_row_bytes(int k);
 
-// Bytes of scratch a matmul of m rows needs (0 for float weight types).
+// Bytes of scratch a matmul of m rows needs (0 for f32/f16; bf16: x rounded to
+// bf16 for vdpbf16ps).
 size_t matmul_scratch_bytes(WeightType type, int m, int k);
 
 // ---------------------------------------------------------------------------

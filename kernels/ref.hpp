@@ -24,6 +24,14 @@ void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float*
                int m, float* y, size_t ldy);
 
 // ---- ref_matmul_float.cpp ---------------------------------------------------
+// y[m][n] = x[m][k] · Wᵀ with W row-major [n][k] (f32, IEEE half or bf16
+// elements); fp32 products accumulated in double, rounded once to float.
+void matmul_f32(const float* w, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy);
+void matmul_f16(const uint16_t* w, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy);
+void matmul_bf16(const uint16_t* w, int n, int k, const float* x, size_t ldx, int m, float* y,
+                 size_t ldy);
 
 // ---- ref_elementwise.cpp ----------------------------------------------------
 void rmsnorm(const float* x, size_t ldx, int m, int n, const float* w, float eps, float* y,

@@ -42,5 +42,4 @@ void top_k(const float* x, int n, int k, int* idx, float* val) {
     for (int i = 0; i < k; ++i) val[i] = x[idx[i]];
 }
 
-size_t attention_scratch_bytes(int, int, int, int) { return 0; }
 }  // namespace staticlm::kernels

@@ -1,6 +1,7 @@
 // TEMPORARY weak stand-in for load_tokenizer_json until the tokenizer.json
-// implementation lands (delete this file and its meson line then): it only
-// lets load_tokenizer link, and says clearly that tokenizer.json is missing.
+// implementation lands: model/meson.build builds it only while
+// model/tokenizer_json.cpp is absent (in the static library the weak stub
+// would shadow the real one). Delete it and that meson block then.
 #include "model/tokenizer.hpp"
 
 #include "staticlm/error.hpp"

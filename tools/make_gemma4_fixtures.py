@@ -8,8 +8,10 @@ import os
 import shutil
 import sys
 
+import numpy as np
 import torch
 import transformers
+from safetensors.numpy import load_file
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import (Gemma4Config, Gemma4ForCausalLM, Gemma4ForConditionalGeneration,
@@ -203,6 +205,91 @@ def write_notes(d, fx, text_cfg, cls, extra, margin):
         f.write("\n")
 
 
+def numpy_forward(d, ids):
+    """Independent float64 forward pass from the files alone, following MODELS.md (Gemma 4):
+    checks that the fixture files and that description agree with transformers."""
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    c = cfg.get("text_config", cfg)
+    w = {k: v.astype(np.float64) for k, v in load_file(os.path.join(d, "model.safetensors")).items()}
+    pre = "model.language_model." if "model.language_model.embed_tokens.weight" in w else "model."
+    H, L, nh, D = c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["hidden_size_per_layer_input"]
+    eps, W, T = c["rms_norm_eps"], c["sliding_window"], len(ids)
+    types = c["layer_types"]
+    first_shared = L - c["num_kv_shared_layers"]
+
+    def rms(x, g=None):
+        y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+        return y if g is None else y * g
+
+    def gelu(z):
+        return 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
+
+    def rope_tables(ltype, hd):
+        rp = c["rope_parameters"][ltype]
+        n_rot = int(rp.get("partial_rotary_factor", 1.0) * hd / 2) if rp["rope_type"] == "proportional" else hd // 2
+        inv = np.zeros(hd // 2)
+        inv[:n_rot] = rp["rope_theta"] ** (-2 * np.arange(n_rot) / hd)
+        ang = np.arange(T)[:, None] * inv[None, :]
+        ang = np.concatenate([ang, ang], 1)
+        return np.cos(ang), np.sin(ang)
+
+    def rot(x, cs):  # [T, heads, hd]
+        hd = x.shape[-1]
+        x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
+        return x * cs[0][:, None] + np.concatenate([-x2, x1], -1) * cs[1][:, None]
+
+    E = w[pre + "embed_tokens.weight"]
+    h = E[ids] * np.sqrt(H)
+    if D:
+        tok = (w[pre + "embed_tokens_per_layer.weight"][ids] * np.sqrt(D)).reshape(T, L, D)
+        ctx = ((h @ w[pre + "per_layer_model_projection.weight"].T) * H ** -0.5).reshape(T, L, D)
+        ctx = rms(ctx, w[pre + "per_layer_projection_norm.weight"])
+        pli = (ctx + tok) * 2 ** -0.5
+    kv_store = {}
+    pos = np.arange(T)
+    for l in range(L):
+        p = f"{pre}layers.{l}."
+        full = types[l] == "full_attention"
+        hd = c["global_head_dim"] if full else c["head_dim"]
+        k_eq_v = c.get("attention_k_eq_v", False) and full
+        nkv = c["num_global_key_value_heads"] if (full and k_eq_v and c.get("num_global_key_value_heads")) \
+            else c["num_key_value_heads"]
+        cs = rope_tables(types[l], hd)
+        x = rms(h, w[p + "input_layernorm.weight"])
+        q = rot(rms((x @ w[p + "self_attn.q_proj.weight"].T).reshape(T, nh, hd), w[p + "self_attn.q_norm.weight"]), cs)
+        if l < first_shared:
+            kr = (x @ w[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, hd)
+            vr = kr if k_eq_v else (x @ w[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd)
+            k = rot(rms(kr, w[p + "self_attn.k_norm.weight"]), cs)
+            v = rms(vr)
+            kv_store[l] = (k, v)
+        else:
+            src = max(i for i in range(first_shared) if types[i] == types[l])
+            k, v = kv_store[src]
+        mask = pos[None, :] <= pos[:, None]
+        if not full:
+            mask &= pos[None, :] > pos[:, None] - W
+        out = np.zeros((T, nh, hd))
+        for head in range(nh):
+            kvh = head // (nh // k.shape[1])
+            sc = np.where(mask, q[:, head] @ k[:, kvh].T, -np.inf)  # scaling 1.0
+            pr = np.exp(sc - sc.max(-1, keepdims=True))
+            out[:, head] = (pr / pr.sum(-1, keepdims=True)) @ v[:, kvh]
+        a = out.reshape(T, nh * hd) @ w[p + "self_attn.o_proj.weight"].T
+        h = h + rms(a, w[p + "post_attention_layernorm.weight"])
+        x = rms(h, w[p + "pre_feedforward_layernorm.weight"])
+        m = (gelu(x @ w[p + "mlp.gate_proj.weight"].T) * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        h = h + rms(m, w[p + "post_feedforward_layernorm.weight"])
+        if D:
+            g = gelu(h @ w[p + "per_layer_input_gate.weight"].T) * pli[:, l, :]
+            h = h + rms(g @ w[p + "per_layer_projection.weight"].T, w[p + "post_per_layer_input_norm.weight"])
+        h = h * w[p + "layer_scalar"][0]
+    z = rms(h, w[pre + "norm.weight"]) @ E.T
+    cap = c.get("final_logit_softcapping")
+    return cap * np.tanh(z / cap) if cap else z
+
+
 def reference(model, fx, vocab):
     T = fx["T"]
     for attempt in range(200):
@@ -270,11 +357,14 @@ def make(fx):
         with torch.no_grad():
             mem = model(ids[None], use_cache=False).logits[0]
         assert torch.equal(mem, logits), "reloaded model differs from the one saved"
+        np_err = float(np.abs(numpy_forward(d, ids.numpy()) - logits.numpy()).max())
+        assert np_err < 1e-4, ("numpy forward (MODELS.md) from the files disagrees", np_err)
         save_reference(d, ids, logits, gids, margin)
         write_notes(d, fx, text_cfg, cls.__name__, extra, margin)
         results[suffix] = (ids, logits, gids)
         print(f"{fx['name']}-{suffix}: prompt attempt {attempt} T={len(ids)} V={text_cfg.vocab_size} greedy={gids.tolist()} "
-              f"min_margin={margin:.4f} cache_err={err:.2e} logit_std={std:.3f} extra={len(extra)}")
+              f"min_margin={margin:.4f} cache_err={err:.2e} logit_std={std:.3f} extra={len(extra)} "
+              f"numpy_f64_err={np_err:.1e}")
     a, b = results["causal"], results["cond"]
     assert torch.equal(a[0], b[0]) and torch.equal(a[2], b[2])
     assert float((a[1] - b[1]).abs().max()) < 1e-5, "causal and conditional-generation forms differ"

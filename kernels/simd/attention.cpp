@@ -1,8 +1,351 @@
-// STUB: to be written (see the kernel issue). Compiles so the tree builds.
+// Attention of a block of query rows over a static (full or ring) KV cache,
+// compiled once per target. Tiles of keys are converted to fp32 once per work
+// item (one kv head × up to 16 query lanes) and the softmax is online.
+// Numerical contract: fp32 throughout. q is multiplied by scale first (one
+// fp32 rounding); scores are fp32 FMA dot products (per vector lane, then a
+// pairwise horizontal sum); per tile the running max m, sum l and output
+// accumulator are rescaled by exp(m_old - m_new); exp is xsimd's (~1 ulp);
+// out = acc / l. f16 K/V convert exactly (F16C / AVX-512 where compiled).
+
+// GCC 12's avx512fintrin.h builds results from _mm512_undefined_ps(), which
+// -O3 -Wmaybe-uninitialized reports once inlined (GCC bug 105593); set before
+// the first include of the intrinsics headers.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kernels/simd/simd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#if STATICLM_OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/attention_internal.hpp"
 
 namespace staticlm::kernels::STATICLM_NS {
 
-void attention(const AttentionArgs& /*args*/, std::byte* /*scratch*/, int /*n_threads*/) { }
+namespace {
+
+using Vec = xsimd::batch<float, Arch>;
+constexpr int kW = int(Vec::size);
+static_assert(detail::kAttnVector % kW == 0, "padding must be a multiple of the vector width");
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using detail::kAttnMaxLanes;
+// Most threads one item's key range is split over (bounds merge_lane's stack array).
+constexpr int kMaxSplit = 64;
+
+// One cache row (n elements) into dst as fp32, zero padded to d_pad.
+void load_row(const void* src, KvType type, int n, int d_pad, float* dst) {
+    if (type == KvType::f32) {
+        std::memcpy(dst, src, size_t(n) * sizeof(float));
+    } else {
+        const uint16_t* s = static_cast<const uint16_t*>(src);
+        int e = 0;
+#if defined(__AVX512F__)
+        for (; e + 16 <= n; e += 16)
+            _mm512_storeu_ps(dst + e, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                          reinterpret_cast<const __m256i*>(s + e))));
+#endif
+#if defined(__F16C__)
+        for (; e + 8 <= n; e += 8)
+            _mm256_storeu_ps(dst + e,
+                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e))));
+#endif
+        for (; e < n; ++e) dst[e] = f16_to_f32(s[e]);
+    }
+    for (int e = n; e < d_pad; ++e) dst[e] = 0.0f;
+}
+
+// out[j] = Σ of the elements of acc[j], j < kW: a transpose-and-add tree
+// (kW - 1 adds instead of kW separate horizontal reductions).
+#if defined(__AVX512F__)
+// xsimd 8.1's AVX-512 haddp returns the sums in a permuted order, so this
+// target has its own tree. Each level adds the two halves of every vector and
+// packs two vectors into one; pairing r_i with r_i+4 and then s_i with s_i+8
+// leaves lane k of the result holding rows 4k .. 4k+3 in order.
+inline void hsum_rows(const Vec* acc, float* out) {
+    __m512 s[16];
+    for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) {
+        const __m512 a = acc[i], b = acc[i + 4];
+        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    __m512 w[4];
+    for (int i = 0; i < 4; ++i)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 z0 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z1 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+#else
+inline void hsum_rows(const Vec* acc, float* out) { xsimd::haddp(acc).store_unaligned(out); }
+#endif
+
+// s[0..kW) = q · k_j for the kW keys starting at kt (rows d_pad apart); kW
+// independent accumulators also hide the FMA latency.
+inline void score_block(const float* q, const float* kt, int d_pad, float* s) {
+    Vec acc[kW];
+    for (int j = 0; j < kW; ++j) acc[j] = Vec(0.0f);
+    for (int c = 0; c < d_pad; c += kW) {
+        const Vec qv = Vec::load_unaligned(q + c);
+        for (int j = 0; j < kW; ++j)
+            acc[j] = xsimd::fma(qv, Vec::load_unaligned(kt + size_t(j) * d_pad + c), acc[j]);
+    }
+    hsum_rows(acc, s);
+}
+
+// acc[c .. c + NV·kW) += Σ_{j0 <= j < j1} p[j] · v_j[c ..]: NV accumulators stay
+// in registers across the keys (NV = 8 fits the 16 AVX2 registers).
+template <int NV>
+inline void pv_block(float* acc, const float* vt, int d_pad, const float* p, int j0, int j1, int c) {
+    Vec a[NV];
+    for (int v = 0; v < NV; ++v) a[v] = Vec::load_unaligned(acc + c + v * kW);
+    for (int j = j0; j < j1; ++j) {
+        const Vec pj(p[j]);
+        const float* row = vt + size_t(j) * d_pad + c;
+        for (int v = 0; v < NV; ++v) a[v] = xsimd::fma(pj, Vec::load_unaligned(row + v * kW), a[v]);
+    }
+    for (int v = 0; v < NV; ++v) a[v].store_unaligned(acc + c + v * kW);
+}
+
+void pv(float* acc, const float* vt, int d_pad, const float* p, int j0, int j1) {
+    int c = 0;
+    for (; c + 8 * kW <= d_pad; c += 8 * kW) pv_block<8>(acc, vt, d_pad, p, j0, j1, c);
+    const int rest = (d_pad - c) / kW;
+    if (rest & 4) pv_block<4>(acc, vt, d_pad, p, j0, j1, c), c += 4 * kW;
+    if (rest & 2) pv_block<2>(acc, vt, d_pad, p, j0, j1, c), c += 2 * kW;
+    if (rest & 1) pv_block<1>(acc, vt, d_pad, p, j0, j1, c);
+}
+
+float hmax(const Vec& v) {
+    alignas(64) float tmp[kW];
+    v.store_aligned(tmp);
+    float m = tmp[0];
+    for (int i = 1; i < kW; ++i) m = std::max(m, tmp[i]);
+    return m;
+}
+
+// Shapes and scratch of one call. Lanes of kv head g are numbered
+// l = i·group + (h mod group) (query row major), so a work item's lanes are
+// consecutive rows and its key range is the union of theirs.
+struct Ctx {
+    const AttentionArgs* a = nullptr;
+    int group = 0;        // query heads per kv head
+    int lanes_per_g = 0;  // group · t
+    int chunks = 0;       // work items per kv head
+    int n_items = 0;
+    int d_pad = 0;
+    int tile = 0;
+    detail::AttnScratchLayout lay;
+    float* scratch = nullptr;  // [n_threads][lay.floats]
+
+    float* thread_scratch(int tid) const { return scratch + size_t(tid) * lay.floats; }
+};
+
+struct Item {
+    int g = 0;
+    int n = 0;                     // lanes
+    int row[kAttnMaxLanes] = {};   // query row i
+    int head[kAttnMaxLanes] = {};  // query head h
+    int lo[kAttnMaxLanes] = {};    // first visible position
+    int hi[kAttnMaxLanes] = {};    // last visible position (= pos0 + i)
+};
+
+Item make_item(const Ctx& c, int idx) {
+    const AttentionArgs& a = *c.a;
+    Item it;
+    it.g = idx / c.chunks;
+    const int lane0 = (idx % c.chunks) * kAttnMaxLanes;
+    it.n = std::min(kAttnMaxLanes, c.lanes_per_g - lane0);
+    for (int r = 0; r < it.n; ++r) {
+        const int l = lane0 + r;
+        it.row[r] = l / c.group;
+        it.head[r] = it.g * c.group + l % c.group;
+        it.hi[r] = a.pos0 + it.row[r];
+        it.lo[r] = a.window > 0 ? std::max(0, it.hi[r] - a.window + 1) : 0;
+    }
+    return it;
+}
+
+void init_lanes(const Ctx& c, const Item& it, float* ts) {
+    const AttentionArgs& a = *c.a;
+    const int d = a.head_dim;
+    for (int r = 0; r < it.n; ++r) {
+        const float* q = a.q + size_t(it.row[r]) * a.ldq + size_t(it.head[r]) * d;
+        float* qs = ts + c.lay.qs + size_t(r) * c.d_pad;
+        for (int e = 0; e < d; ++e) qs[e] = q[e] * a.scale;
+        for (int e = d; e < c.d_pad; ++e) qs[e] = 0.0f;
+        std::fill_n(ts + c.lay.acc + size_t(r) * c.d_pad, c.d_pad, 0.0f);
+        ts[c.lay.ml + 2 * r] = kNegInf;
+        ts[c.lay.ml + 2 * r + 1] = 0.0f;
+    }
+}
+
+// Runs the item's lanes over cache positions [kbeg, kend), updating their
+// running max, sum and accumulator in ts.
+void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
+    const AttentionArgs& a = *c.a;
+    const int d = a.head_dim, d_pad = c.d_pad, tile = c.tile;
+    const size_t kv_base = size_t(it.g) * size_t(a.n_slots);
+    const size_t elem = a.kv_type == KvType::f16 ? 2 : 4;
+    const auto* kc = static_cast<const std::byte*>(a.k);
+    const auto* vc = static_cast<const std::byte*>(a.v);
+    float* kt = ts + c.lay.kt;
+    float* vt = ts + c.lay.vt;
+    for (int kb = kbeg; kb < kend; kb += tile) {
+        const int nk = std::min(tile, kend - kb);
+        int slot = kb % a.n_slots;
+        for (int j = 0; j < nk; ++j) {
+            const size_t off = (kv_base + size_t(slot)) * size_t(d) * elem;
+            load_row(kc + off, a.kv_type, d, d_pad, kt + size_t(j) * d_pad);
+            load_row(vc + off, a.kv_type, d, d_pad, vt + size_t(j) * d_pad);
+            if (++slot == a.n_slots) slot = 0;
+        }
+        const int n_sb = (nk + kW - 1) / kW;
+        for (int r = 0; r < it.n; ++r) {
+            const int jlo = std::max(it.lo[r] - kb, 0);
+            const int jhi = std::min(it.hi[r] - kb, nk - 1);
+            if (jlo > jhi) continue;  // no visible key of this lane in the tile
+            float* s = ts + c.lay.pt + size_t(r) * tile;
+            const float* q = ts + c.lay.qs + size_t(r) * d_pad;
+            for (int sb = 0; sb < n_sb; ++sb)
+                score_block(q, kt + size_t(sb) * kW * d_pad, d_pad, s + sb * kW);
+            // Keys outside the lane's window, and stale rows past nk, weigh 0.
+            if (jlo > 0 || jhi < n_sb * kW - 1)
+                for (int j = 0; j < n_sb * kW; ++j)
+                    if (j < jlo || j > jhi) s[j] = kNegInf;
+            Vec mx = Vec::load_unaligned(s);
+            for (int sb = 1; sb < n_sb; ++sb) mx = xsimd::max(mx, Vec::load_unaligned(s + sb * kW));
+            float& m = ts[c.lay.ml + 2 * r];
+            float& l = ts[c.lay.ml + 2 * r + 1];
+            const float m_new = std::max(m, hmax(mx));  // finite: jlo..jhi is visible
+            const Vec mv(m_new);
+            Vec sum(0.0f);
+            for (int sb = 0; sb < n_sb; ++sb) {
+                const Vec e = xsimd::exp(Vec::load_unaligned(s + sb * kW) - mv);
+                e.store_unaligned(s + sb * kW);
+                sum += e;
+            }
+            float* acc = ts + c.lay.acc + size_t(r) * d_pad;
+            const float corr = std::exp(m - m_new);  // 0 for the first tile (m = -inf)
+            if (corr != 1.0f) {
+                const Vec cv(corr);
+                for (int e = 0; e < d_pad; e += kW)
+                    (Vec::load_unaligned(acc + e) * cv).store_unaligned(acc + e);
+            }
+            l = l * corr + xsimd::hadd(sum);
+            m = m_new;
+            pv(acc, vt, d_pad, s, jlo, jhi + 1);
+        }
+    }
+}
+
+void write_out(const Ctx& c, const Item& it, const float* ts) {
+    const AttentionArgs& a = *c.a;
+    const int d = a.head_dim;
+    for (int r = 0; r < it.n; ++r) {
+        const float* acc = ts + c.lay.acc + size_t(r) * c.d_pad;
+        const float inv = 1.0f / ts[c.lay.ml + 2 * r + 1];
+        float* o = a.out + size_t(it.row[r]) * a.ldo + size_t(it.head[r]) * d;
+        for (int e = 0; e < d; ++e) o[e] = acc[e] * inv;
+    }
+}
+
+// Lane r of item `idx` from n_split partial results held by the threads
+// idx·n_split .. idx·n_split + n_split - 1 (standard log-sum-exp merge).
+void merge_lane(const Ctx& c, int idx, int r, int n_split) {
+    const AttentionArgs& a = *c.a;
+    const Item it = make_item(c, idx);
+    float m_all = kNegInf;
+    for (int s = 0; s < n_split; ++s)
+        m_all = std::max(m_all, c.thread_scratch(idx * n_split + s)[c.lay.ml + 2 * r]);
+    float w[kMaxSplit];
+    float l_all = 0.0f;
+    for (int s = 0; s < n_split; ++s) {
+        const float* ts = c.thread_scratch(idx * n_split + s);
+        w[s] = std::exp(ts[c.lay.ml + 2 * r] - m_all);  // 0 for an empty part
+        l_all += ts[c.lay.ml + 2 * r + 1] * w[s];
+    }
+    const int d = a.head_dim;
+    float* o = a.out + size_t(it.row[r]) * a.ldo + size_t(it.head[r]) * d;
+    for (int e = 0; e < d; ++e) o[e] = 0.0f;
+    for (int s = 0; s < n_split; ++s) {
+        if (w[s] == 0.0f) continue;
+        const float* acc = c.thread_scratch(idx * n_split + s) + c.lay.acc + size_t(r) * c.d_pad;
+        const float ws = w[s] / l_all;
+        for (int e = 0; e < d; ++e) o[e] += acc[e] * ws;
+    }
+}
+
+// The body of the parallel region (nt threads, this one is tid).
+void run(const Ctx& c, int nt, int tid) {
+    if (nt <= 1 || c.n_items >= nt) {
+#pragma omp for schedule(dynamic, 1)
+        for (int idx = 0; idx < c.n_items; ++idx) {
+            float* ts = c.thread_scratch(tid);
+            const Item it = make_item(c, idx);
+            init_lanes(c, it, ts);
+            process_keys(c, it, ts, it.lo[0], it.hi[it.n - 1] + 1);
+            write_out(c, it, ts);
+        }
+        return;
+    }
+    // Fewer items than threads (decode with few kv heads): each item's key
+    // range is split over n_split threads, and the partial (max, sum, acc)
+    // are merged after a barrier.
+    const int n_split = std::min(nt / c.n_items, kMaxSplit);
+    if (tid < c.n_items * n_split) {
+        const int idx = tid / n_split, part = tid % n_split;
+        float* ts = c.thread_scratch(tid);
+        const Item it = make_item(c, idx);
+        init_lanes(c, it, ts);
+        const int kbeg = it.lo[0], kend = it.hi[it.n - 1] + 1;
+        const int per = ((kend - kbeg + n_split - 1) / n_split + c.tile - 1) / c.tile * c.tile;
+        const int b = std::min(kend, kbeg + part * per), e = std::min(kend, b + per);
+        if (b < e) process_keys(c, it, ts, b, e);
+    }
+#pragma omp barrier
+    const int total = c.n_items * kAttnMaxLanes;
+#pragma omp for schedule(static)
+    for (int x = 0; x < total; ++x) {
+        const int idx = x / kAttnMaxLanes, r = x % kAttnMaxLanes;
+        if (r < make_item(c, idx).n) merge_lane(c, idx, r, n_split);
+    }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& args, std::byte* scratch, int n_threads) {
+    detail::check_attention_args(args);
+    if (args.t == 0) return;
+    Ctx c;
+    c.a = &args;
+    c.group = args.n_heads / args.n_kv_heads;
+    c.lanes_per_g = c.group * args.t;
+    c.chunks = (c.lanes_per_g + kAttnMaxLanes - 1) / kAttnMaxLanes;
+    c.n_items = args.n_kv_heads * c.chunks;
+    c.d_pad = detail::attn_padded_dim(args.head_dim);
+    c.tile = detail::attn_tile_keys(args.head_dim);
+    c.lay = detail::attn_scratch_layout(args.head_dim);
+    c.scratch = reinterpret_cast<float*>(scratch);
+#if STATICLM_OPENMP
+#pragma omp parallel num_threads(std::max(1, n_threads))
+    run(c, omp_get_num_threads(), omp_get_thread_num());
+#else
+    (void)n_threads;
+    run(c, 1, 0);
+#endif
+}
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -38,20 +38,21 @@ constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
 
 // Tile sizes (rows of x × 16-row weight panels per inner kernel call).
 //
-// AVX-512 (32 zmm): a tile of kMr rows × kNp panels keeps kMr·kNp int32 group
-// accumulators and kMr·kNp fp32 sums in registers, plus kNp weight vectors and
-// one scale temporary: 6·2·2 + 2 + 1 = 27 zmm (activations are broadcast from
-// memory as the {1to16} operand of vpdpbusd, so they need no register). Zen 5
-// issues 2 vpdpbusd/cycle with ~4 cycles latency, so ≥ 8 independent chains hide
-// the latency; 12 do. Each weight vector feeds kMr = 6 vpdpbusd and each
-// broadcast feeds kNp = 2, i.e. 8 loads per 12 vpdpbusd (6 cycles) against 2-3
-// load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
-// vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70% of peak.
+// AVX-512 (32 zmm): a tile of kMr rows × NP = 2 panels keeps kMr·NP int32 group
+// accumulators and kMr·NP fp32 sums in registers, plus NP weight vectors and two
+// temporaries: 6·2·2 + 2 + 2 = 28 zmm (activations are broadcast from memory with
+// vpbroadcastd). At 2 vpdpbusd/cycle and an assumed latency of 4-5 cycles, ≥ 10
+// independent chains hide the latency; 12 do (12-chain and 24-chain peak loops
+// measured the same throughput here). Each weight vector feeds kMr = 6 vpdpbusd
+// and each broadcast feeds NP = 2: 8 loads per 12 vpdpbusd (6 cycles) against
+// 2-3 load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
+// vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70-80% of peak.
 //
 // AVX2 (16 ymm): a 16-row panel is two 8-row halves, so a tile of MR rows × NP
 // panels needs 4·MR·NP accumulators; kMr = 2 rows × 1 panel = 8 ymm + weights,
 // broadcast, |x| and the ones constant for maddubs. Single-row tiles (decode)
 // take 2 panels, one from each of the thread's two weight streams.
+// The generic target is scalar; its tile shape only orders the loops.
 #if STATICLM_TARGET == STATICLM_TARGET_AVX512
 constexpr int kMr = 6;
 constexpr bool kTwoPanelTiles = true;
@@ -150,10 +151,24 @@ inline int32_t quantize_group(const float* x, float s, int8_t* q) {
 #endif
 }
 
+// max |x| of a group: exact in any order, so every target gets the reference scale.
 inline float group_absmax(const float* x) {
+#if STATICLM_TARGET == STATICLM_TARGET_AVX512
+    return _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x)), _mm512_abs_ps(_mm512_loadu_ps(x + 16))));
+#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
     float amax = 0.0f;
     for (int i = 0; i < kQ8Group; ++i) amax = std::max(amax, __builtin_fabsf(x[i]));
     return amax;
+#else
+    const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x));
+    for (int h = 1; h < 4; ++h) m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * h)));
+    __m128 v = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+    v = _mm_max_ss(v, _mm_movehdup_ps(v));
+    return _mm_cvtss_f32(v);
+#endif
 }
 
 void quantize_row(const float* x, const ActLayout& a, std::byte* dst) {
@@ -403,6 +418,11 @@ void tile_rows(const TileArgs& t, int mr) {
 
 static_assert(kMr <= 6, "tile_rows instantiates up to 6 rows");
 
+// Pairs of panels whose weights stay in L2 while one tile of activation rows
+// (kMr rows · (k + 8·k/32) bytes, 15 KB at k = 2048) is reused from L1 across
+// them: 4 pairs · 2 panels · 36 KB (k = 2048) = 288 KB of a 1 MB L2.
+constexpr int kPairsPerBlock = 4;
+
 // One thread's share: panels [p0, p1) × rows [r0, r1). The panel range is
 // walked as two independent streams (its first and second half) so that two
 // hardware prefetch streams stay busy while weights come from DRAM.
@@ -411,26 +431,29 @@ void run_range(const PackedMatrix& w, const ActLayout& a, const std::byte* act, 
     const size_t panel_bytes = size_t(a.n_groups) * kBlockBytes;
     const auto* base = reinterpret_cast<const uint8_t*>(w.data);
     const int half = (p1 - p0 + 1) / 2;
-    for (int i = 0; i < half; ++i) {
-        const int pa = p0 + i, pb = p0 + half + i;
-        const int np = pb < p1 ? 2 : 1;
-        TileArgs t{};
-        t.a = &a;
-        t.ldy = ldy;
-        const int pan[2] = {pa, pb};
-        for (int p = 0; p < np; ++p) {
-            t.panel[p] = base + size_t(pan[p]) * panel_bytes;
-            t.y_off[p] = ptrdiff_t(pan[p]) * kPanelRows;
-            t.cols[p] = std::min(kPanelRows, w.n - pan[p] * kPanelRows);
-        }
+    for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
+        const int i1 = std::min(half, i0 + kPairsPerBlock);
         for (int r = r0; r < r1; r += kMr) {
-            t.act = act + size_t(r) * a.stride;
-            t.y = y + size_t(r) * ldy;
             const int mr = std::min(kMr, r1 - r);
-            if (np == 2)
-                tile_rows<2>(t, mr);
-            else
-                tile_rows<1>(t, mr);
+            for (int i = i0; i < i1; ++i) {
+                const int pa = p0 + i, pb = p0 + half + i;
+                const int np = pb < p1 ? 2 : 1;
+                TileArgs t{};
+                t.a = &a;
+                t.ldy = ldy;
+                t.act = act + size_t(r) * a.stride;
+                t.y = y + size_t(r) * ldy;
+                const int pan[2] = {pa, pb};
+                for (int p = 0; p < np; ++p) {
+                    t.panel[p] = base + size_t(pan[p]) * panel_bytes;
+                    t.y_off[p] = ptrdiff_t(pan[p]) * kPanelRows;
+                    t.cols[p] = std::min(kPanelRows, w.n - pan[p] * kPanelRows);
+                }
+                if (np == 2)
+                    tile_rows<2>(t, mr);
+                else
+                    tile_rows<1>(t, mr);
+            }
         }
     }
 }

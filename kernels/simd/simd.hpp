@@ -19,6 +19,8 @@ void matmul_bf16(const PackedMatrix& w, const float* x, size_t ldx, int m, float
                  std::byte* scratch, int n_threads);
 void matmul_f32(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
                 std::byte* scratch, int n_threads);
+// The best bf16 body for this CPU (vdpbf16ps where AVX512-BF16 exists).
+MatmulFn matmul_bf16_for(const CpuFeatures& cpu);
 
 // norm.cpp
 void rmsnorm(const float* x, size_t ldx, int m, int n, const float* w, float eps, float* y,

@@ -4,11 +4,10 @@
 namespace staticlm::kernels::STATICLM_NS {
 
 void fill_table(KernelTable& t, const CpuFeatures& cpu) {
-    (void)cpu;
     t.target = kTarget;
     t.matmul_q8 = matmul_q8;
     t.matmul_f16 = matmul_f16;
-    t.matmul_bf16 = matmul_bf16;
+    t.matmul_bf16 = matmul_bf16_for(cpu);
     t.matmul_f32 = matmul_f32;
     t.quantize_act = quantize_act;
     t.rmsnorm = rmsnorm;

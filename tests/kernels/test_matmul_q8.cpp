@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "include/staticlm/error.hpp"
@@ -220,10 +221,14 @@ TEST_CASE("q8 packing: layout, pack -> unpack round trip, f16/bf16 sources, spli
             pack_weights(WeightType::q8, SrcType::bf16, b.data(), n, k, 0, n, b3.data());
             pack_weights(WeightType::q8, SrcType::f32, bf.data(), n, k, 0, n, b4.data());
             CHECK(std::memcmp(b3.data(), b4.data(), nb) == 0);
-            if (n > 16) {
+            if (n > 16) {  // disjoint panel-aligned ranges, packed concurrently
                 Buffer parts(nb + 64);
-                pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 16, n, parts.data());
+                std::thread tail([&] {
+                    pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 16, n,
+                                 parts.data());
+                });
                 pack_weights(WeightType::q8, SrcType::f32, src.data(), n, k, 0, 16, parts.data());
+                tail.join();
                 CHECK(std::memcmp(parts.data(), m.w.data, nb) == 0);
             }
         }
@@ -354,6 +359,12 @@ TEST_CASE("q8 matmul equals the reference exactly on every target (exact fp32 su
             for (int n : {1, 15, 16, 17, 33, 48})
                 for (int k : {1, 31, 32, 33, 64, 100})
                     for (int threads : {1, 2}) check_matmul(table_for(t), m, n, k, threads, true, rng);
+    for (Target t : runnable_targets())
+        for (int threads : {1, 2}) {
+            check_matmul(table_for(t), 64, 33, 100, threads, true, rng);
+            check_matmul(table_for(t), 100, 17, 33, threads, true, rng);  // rows split
+            check_matmul(table_for(t), 29, 200, 64, threads, true, rng);  // panels split
+        }
 }
 
 TEST_CASE("q8 matmul matches the reference on random data on every target") {

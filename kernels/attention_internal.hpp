@@ -1,0 +1,64 @@
+// Shared facts of the attention kernels (not part of the kernel API): the
+// per-thread scratch layout that attention_scratch_bytes() sizes and every
+// target's kernels/simd/attention.cpp uses, and the argument check.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/kernels.hpp"
+
+namespace staticlm::kernels::detail {
+
+// A work item is one kv head and up to kAttnMaxLanes "lanes" (query head ×
+// query row pairs that read that kv head): each K/V tile is converted to fp32
+// once and reused by every lane, so GQA/MQA groups and prefill rows share the
+// conversion. 16 lanes keep the per-thread state within L1/L2 for head_dim up
+// to 512 while amortising the conversion 16×.
+constexpr int kAttnMaxLanes = 16;
+
+// head_dim is padded with zeros to a multiple of the widest vector (16 floats)
+// so inner loops never need a tail.
+constexpr int kAttnVector = 16;
+constexpr int attn_padded_dim(int head_dim) {
+    return (head_dim + kAttnVector - 1) / kAttnVector * kAttnVector;
+}
+
+// Keys per tile: the online-softmax rescale costs one pass over a lane's
+// accumulator per tile, 1/tile of the P·V work; 32 keys make it ~3%. For wide
+// heads 16 keys keep the fp32 K and V tiles (2 × 16 × 512 × 4 = 64 KiB) near L1.
+constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <= 128 ? 32 : 16; }
+
+// Per-thread scratch, each part 64-byte aligned (offsets in floats):
+//   kt   [tile][d_pad]   K tile converted to fp32
+//   vt   [tile][d_pad]   V tile converted to fp32
+//   qs   [lanes][d_pad]  queries multiplied by scale, zero padded
+//   acc  [lanes][d_pad]  unnormalised output (running Σ p·v)
+//   pt   [lanes][tile]   probabilities of the current tile
+//   ml   [lanes][2]      running max and running sum
+struct AttnScratchLayout {
+    size_t kt = 0, vt = 0, qs = 0, acc = 0, pt = 0, ml = 0;
+    size_t floats = 0;  // per thread, a multiple of 16
+};
+
+constexpr size_t attn_round16(size_t n) { return (n + 15) / 16 * 16; }
+
+constexpr AttnScratchLayout attn_scratch_layout(int head_dim) {
+    const size_t d = size_t(attn_padded_dim(head_dim));
+    const size_t tile = size_t(attn_tile_keys(head_dim));
+    const size_t lanes = kAttnMaxLanes;
+    AttnScratchLayout s;
+    s.kt = 0;
+    s.vt = s.kt + attn_round16(tile * d);
+    s.qs = s.vt + attn_round16(tile * d);
+    s.acc = s.qs + attn_round16(lanes * d);
+    s.pt = s.acc + attn_round16(lanes * d);
+    s.ml = s.pt + attn_round16(lanes * tile);
+    s.floats = s.ml + attn_round16(lanes * 2);
+    return s;
+}
+
+// Throws Error(input) on inconsistent shapes and Error(capacity) when a ring
+// cache is too small to hold every position the block needs.
+void check_attention_args(const AttentionArgs& a);
+
+}  // namespace staticlm::kernels::detail

@@ -1,0 +1,328 @@
+// Attention over a static KV cache: every runnable target against the scalar
+// reference (f16/f32 caches, head dims, GQA/MQA, blocks, windows, ring caches,
+// scales, threads), plus hand-computed cases that check the reference itself.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.hpp"
+#include "kernels/ref.hpp"
+#include "staticlm/error.hpp"
+
+using namespace staticlm;
+using namespace staticlm::kernels;
+
+namespace {
+
+// |kernel - reference| on outputs in [-1, 1]: fp32 dot products of up to 512
+// terms with scores up to ~30 (scale 1.0) against a double reference.
+constexpr float kOutTol = 2e-4f;
+// Two double-precision references of the same data (ring vs full storage).
+constexpr float kRefTol = 1e-6f;
+// Hand-computed cases: exact apart from exp/division rounding in fp32.
+constexpr float kHandTol = 1e-6f;
+
+// Deterministic value in [-1, 1] of (which, kv head, position, element).
+float value(int which, int g, int p, int e) {
+    uint32_t x = uint32_t(which) * 0x9E3779B9u ^ uint32_t(g) * 0x85EBCA6Bu ^
+                 uint32_t(p) * 0xC2B2AE35u ^ uint32_t(e) * 0x27D4EB2Fu;
+    x ^= x >> 15;
+    x *= 0x2C1B3C6Du;
+    x ^= x >> 12;
+    x *= 0x297A2D39u;
+    x ^= x >> 15;
+    return float(x & 0xFFFFFF) / float(0x7FFFFF) - 1.0f;
+}
+
+// A K or V cache [n_kv][n_slots][d], stored one element past an aligned start
+// so the kernels see a misaligned pointer. Positions 0..last are written in
+// order into slot p % n_slots, so a ring keeps the latest n_slots of them.
+struct Cache {
+    KvType type;
+    std::vector<uint16_t> h;
+    std::vector<float> f;
+    Cache(KvType type, int which, int n_kv, int n_slots, int d, int last) : type(type) {
+        const size_t n = size_t(n_kv) * n_slots * d + 1;
+        if (type == KvType::f16) h.assign(n, 0); else f.assign(n, 0.0f);
+        for (int g = 0; g < n_kv; ++g)
+            for (int p = 0; p <= last; ++p)
+                for (int e = 0; e < d; ++e) {
+                    const size_t i = 1 + (size_t(g) * n_slots + size_t(p % n_slots)) * d + e;
+                    const float x = value(which, g, p, e);
+                    if (type == KvType::f16) h[i] = f32_to_f16(x); else f[i] = x;
+                }
+    }
+    const void* data() const {
+        return type == KvType::f16 ? static_cast<const void*>(h.data() + 1) : f.data() + 1;
+    }
+};
+
+struct Case {
+    KvType kv_type = KvType::f16;
+    int d = 8, n_heads = 1, n_kv = 1, t = 1, pos0 = 0, window = 0;
+    float scale = 1.0f;
+};
+
+std::string describe(const Case& c, int n_slots) {
+    return std::string("kv ") + kv_type_name(c.kv_type) + " d " + std::to_string(c.d) +
+           " heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv) + " t " +
+           std::to_string(c.t) + " pos0 " + std::to_string(c.pos0) + " window " +
+           std::to_string(c.window) + " scale " + std::to_string(c.scale) + " slots " +
+           std::to_string(n_slots);
+}
+
+// Query rows with padding between rows (ldq > n_heads·d) and a misaligned start.
+struct Block {
+    size_t ld;
+    std::vector<float> buf;
+    Block(int t, int n_heads, int d, float fill) : ld(size_t(n_heads) * d + 3) {
+        buf.assign(1 + ld * t, fill);
+    }
+    float* data() { return buf.data() + 1; }
+};
+
+Block make_queries(const Case& c) {
+    Block q(c.t, c.n_heads, c.d, 0.0f);
+    for (int i = 0; i < c.t; ++i)
+        for (int h = 0; h < c.n_heads; ++h)
+            for (int e = 0; e < c.d; ++e) q.data()[i * q.ld + size_t(h) * c.d + e] = value(2, h, i, e);
+    return q;
+}
+
+AttentionArgs make_args(const Case& c, Block& q, const Cache& k, const Cache& v, int n_slots,
+                        Block& out) {
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = q.ld;
+    a.k = k.data();
+    a.v = v.data();
+    a.kv_type = c.kv_type;
+    a.n_slots = n_slots;
+    a.out = out.data();
+    a.ldo = out.ld;
+    a.t = c.t;
+    a.pos0 = c.pos0;
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv;
+    a.head_dim = c.d;
+    a.window = c.window;
+    a.scale = c.scale;
+    return a;
+}
+
+// Runs `fn` (a target's kernel) with misaligned scratch and compares all
+// outputs with `want`; the padding between output rows must stay untouched.
+void check_kernel(AttentionFn fn, const AttentionArgs& args_in, const Block& want, int n_threads,
+                  const std::string& what) {
+    Block out(args_in.t, args_in.n_heads, args_in.head_dim, -7.0f);
+    AttentionArgs args = args_in;
+    args.out = out.data();
+    args.ldo = out.ld;
+    std::vector<std::byte> scratch(
+        attention_scratch_bytes(args.t, args.n_heads, args.head_dim, n_threads) + 4);
+    fn(args, scratch.data() + 4, n_threads);
+    const size_t row = size_t(args.n_heads) * args.head_dim;
+    float worst = 0.0f;
+    bool padding_ok = out.buf[0] == -7.0f;
+    for (int i = 0; i < args.t; ++i) {
+        for (size_t e = 0; e < row; ++e) {
+            const float got = out.buf[1 + i * out.ld + e], ref = want.buf[1 + i * want.ld + e];
+            const float diff = std::fabs(got - ref);
+            worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+        }
+        for (size_t e = row; e < out.ld; ++e) padding_ok &= out.buf[1 + i * out.ld + e] == -7.0f;
+    }
+    CHECK_MESSAGE(worst <= kOutTol, what, " threads ", n_threads, ": max|diff| ", worst);
+    CHECK_MESSAGE(padding_ok, what, ": wrote outside the output rows");
+}
+
+std::vector<Target> runnable_targets() {
+    std::vector<Target> out;
+    for (Target t : compiled_targets())
+        if (target_supported(t)) out.push_back(t);
+    return out;
+}
+
+// The best target runs every case on 1 and 2 threads; the others alternate
+// (the threading code is the same source in every target, and idle OpenMP
+// threads spinning on a loaded 2-core machine make each extra run costly).
+std::vector<int> thread_counts(Target target, const Case& c) {
+    if (target == best_target()) return {1, 2};
+    return {1 + (c.t + c.pos0 + c.window + c.d / 8) % 2};
+}
+
+// Reference on full storage, the same on a ring (window > 0) as a check of the
+// reference's slot mapping, then every target on both layouts.
+void run_case(const Case& c) {
+    const int last = c.pos0 + c.t - 1;
+    const int full_slots = last + 3;  // more slots than positions: unused slots are never read
+    const Cache kf(c.kv_type, 0, c.n_kv, full_slots, c.d, last);
+    const Cache vf(c.kv_type, 1, c.n_kv, full_slots, c.d, last);
+    Block q = make_queries(c);
+    Block want(c.t, c.n_heads, c.d, 0.0f);
+    const AttentionArgs full = make_args(c, q, kf, vf, full_slots, want);
+    ref::attention(full);
+
+    const int ring_slots = c.window + c.t;
+    if (c.window > 0 && ring_slots < last + 1) {  // positions wrap around the ring
+        static thread_local std::vector<Cache> keep;  // keeps the ring alive for the args
+        keep.clear();
+        keep.emplace_back(c.kv_type, 0, c.n_kv, ring_slots, c.d, last);
+        keep.emplace_back(c.kv_type, 1, c.n_kv, ring_slots, c.d, last);
+        Block ring_ref(c.t, c.n_heads, c.d, 0.0f);
+        const AttentionArgs ring = make_args(c, q, keep[0], keep[1], ring_slots, ring_ref);
+        ref::attention(ring);
+        float worst = 0.0f;
+        for (size_t i = 0; i < want.buf.size(); ++i)
+            worst = std::max(worst, std::fabs(want.buf[i] - ring_ref.buf[i]));
+        CHECK_MESSAGE(worst <= kRefTol, describe(c, ring_slots), ": ring reference differs");
+        for (Target target : runnable_targets())
+            for (int threads : thread_counts(target, c))
+                check_kernel(table_for(target).attention, ring, want, threads,
+                             std::string(target_name(target)) + " " + describe(c, ring_slots));
+    }
+    for (Target target : runnable_targets())
+        for (int threads : thread_counts(target, c))
+            check_kernel(table_for(target).attention, full, want, threads,
+                         std::string(target_name(target)) + " " + describe(c, full_slots));
+}
+
+}  // namespace
+
+TEST_CASE("attention reference: two keys with known scores give known weights") {
+    // scores q·k·scale = 0 and ln 3 → weights 1/4 and 3/4; out = v0/4 + 3·v1/4.
+    for (KvType type : {KvType::f32, KvType::f16}) {
+        const int d = 8;
+        std::vector<float> q(d, 0.0f), kf(2 * d, 0.0f), vf(2 * d, 0.0f), out(d, 0.0f);
+        q[0] = 1.0f;
+        kf[d + 0] = 1.0f;  // k0 = 0, k1 = e0
+        vf[0] = 4.0f;      // v0 = 4 e0
+        vf[d + 1] = 8.0f;  // v1 = 8 e1
+        std::vector<uint16_t> kh(kf.size()), vh(vf.size());
+        for (size_t i = 0; i < kf.size(); ++i) kh[i] = f32_to_f16(kf[i]), vh[i] = f32_to_f16(vf[i]);
+        AttentionArgs a;
+        a.q = q.data();
+        a.ldq = d;
+        a.k = type == KvType::f16 ? static_cast<const void*>(kh.data()) : kf.data();
+        a.v = type == KvType::f16 ? static_cast<const void*>(vh.data()) : vf.data();
+        a.kv_type = type;
+        a.n_slots = 2;
+        a.out = out.data();
+        a.ldo = d;
+        a.t = 1;
+        a.pos0 = 1;
+        a.n_heads = a.n_kv_heads = 1;
+        a.head_dim = d;
+        a.scale = std::log(3.0f);
+        const float expect[d] = {1.0f, 6.0f, 0, 0, 0, 0, 0, 0};
+        ref::attention(a);
+        for (int e = 0; e < d; ++e) CHECK(out[e] == doctest::Approx(expect[e]).epsilon(kHandTol));
+        for (Target target : runnable_targets()) {
+            for (int threads : {1, 2}) {
+                std::fill(out.begin(), out.end(), -1.0f);
+                std::vector<std::byte> scratch(attention_scratch_bytes(1, 1, d, threads));
+                table_for(target).attention(a, scratch.data(), threads);
+                for (int e = 0; e < d; ++e)
+                    CHECK_MESSAGE(std::fabs(out[e] - expect[e]) <= kHandTol * 8, target_name(target),
+                                  " element ", e, " = ", out[e]);
+            }
+        }
+        // Window 1: only the row's own key, weight exactly 1.
+        a.window = 1;
+        ref::attention(a);
+        CHECK(out[0] == 0.0f);
+        CHECK(out[1] == 8.0f);
+        for (Target target : runnable_targets()) {
+            std::fill(out.begin(), out.end(), -1.0f);
+            std::vector<std::byte> scratch(attention_scratch_bytes(1, 1, d, 2));
+            table_for(target).attention(a, scratch.data(), 2);
+            CHECK(out[0] == doctest::Approx(0.0f));
+            CHECK(out[1] == doctest::Approx(8.0f).epsilon(kHandTol));
+        }
+    }
+}
+
+TEST_CASE("attention with window 1 returns each row's own value vector") {
+    Case c{KvType::f32, 16, 4, 2, 7, 5, 1, 0.25f};
+    const int last = c.pos0 + c.t - 1;
+    const Cache k(c.kv_type, 0, c.n_kv, last + 1, c.d, last), v(c.kv_type, 1, c.n_kv, last + 1, c.d, last);
+    Block q = make_queries(c), out(c.t, c.n_heads, c.d, 0.0f);
+    const AttentionArgs a = make_args(c, q, k, v, last + 1, out);
+    ref::attention(a);
+    for (int i = 0; i < c.t; ++i)
+        for (int h = 0; h < c.n_heads; ++h)
+            for (int e = 0; e < c.d; ++e)
+                CHECK(out.data()[i * out.ld + size_t(h) * c.d + e] ==
+                      doctest::Approx(value(1, h / 2, c.pos0 + i, e)).epsilon(kHandTol));
+}
+
+TEST_CASE("attention kernels match the reference on every runnable target") {
+    struct Heads {
+        int n_heads, n_kv;
+    };
+    const Heads heads[] = {{3, 3}, {4, 2}, {16, 2}, {5, 1}};  // GQA 1, 2, 8 and MQA
+    int n = 0;
+    for (KvType type : {KvType::f16, KvType::f32})
+        for (int d : {8, 16, 64, 80, 256, 512})
+            for (Heads hd : heads)
+                for (int t : {1, 2, 7, 16, 33})
+                    for (int pos0 : {0, 5, 100})
+                        for (int window : {0, 1, 4, 8}) {
+                            Case c{type, d, hd.n_heads, hd.n_kv, t, pos0, window, 1.0f};
+                            // Alternate the scale so both occur for every other parameter.
+                            if ((n++ + t) % 2) c.scale = 1.0f / std::sqrt(float(d));
+                            run_case(c);
+                        }
+}
+
+TEST_CASE("attention decode over a long context (split across threads)") {
+    for (int d : {64, 256})
+        for (int pos0 : {511, 3000}) {
+            run_case({KvType::f16, d, 8, 1, 1, pos0, 0, 1.0f / std::sqrt(float(d))});
+            run_case({KvType::f16, d, 32, 8, 1, pos0, 0, 1.0f / std::sqrt(float(d))});
+            run_case({KvType::f32, d, 8, 8, 1, pos0, 1024, 1.0f});
+        }
+}
+
+TEST_CASE("attention rejects bad shapes and too small ring caches") {
+    std::vector<float> q(64, 0.0f), kv(64, 0.0f), out(64, 0.0f);
+    AttentionArgs a;
+    a.q = q.data();
+    a.ldq = 8;
+    a.k = kv.data();
+    a.v = kv.data();
+    a.kv_type = KvType::f32;
+    a.n_slots = 4;
+    a.out = out.data();
+    a.ldo = 8;
+    a.t = 1;
+    a.pos0 = 3;
+    a.n_heads = 1;
+    a.n_kv_heads = 1;
+    a.head_dim = 8;
+    std::vector<std::byte> scratch(attention_scratch_bytes(1, 1, 8, 1));
+    for (Target target : runnable_targets()) {
+        AttentionArgs bad = a;
+        bad.n_heads = 3;
+        bad.n_kv_heads = 2;
+        CHECK_THROWS_AS(table_for(target).attention(bad, scratch.data(), 1), Error);
+        bad = a;
+        bad.pos0 = 4;  // position 0..4 needed, 4 slots
+        try {
+            table_for(target).attention(bad, scratch.data(), 1);
+            FAIL("no error for a too small cache");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::capacity);
+        }
+        bad.window = 4;  // positions 1..4 fit in 4 slots
+        CHECK_NOTHROW(table_for(target).attention(bad, scratch.data(), 1));
+        bad = a;
+        bad.t = 0;  // an empty block writes nothing
+        out[0] = 5.0f;
+        table_for(target).attention(bad, scratch.data(), 1);
+        CHECK(out[0] == 5.0f);
+    }
+}

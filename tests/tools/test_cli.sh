@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End-to-end checks of the staticlm CLI on the real stories260K model:
+# exact greedy text, bucket settings, scripted chat, tokenize, exit codes.
+# usage: test_cli.sh STATICLM SHARED_DATA_DIR
+set -u
+bin=$1
+data=$2
+if [[ ! -d "$data/stories260K-hf" ]]; then
+    echo "SKIPPED: $data is absent; the CLI tests need ../shared/data/stories260K-hf"
+    exit 77
+fi
+model="$data/stories260K-hf"
+expected="$data/stories260K/expected_greedy_200.txt"
+fails=0 passes=0
+check() {  # name, then a command that must succeed
+    local name=$1
+    shift
+    if "$@"; then
+        passes=$((passes + 1))
+    else
+        echo "FAIL: $name"
+        fails=$((fails + 1))
+    fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+for buckets in "" "--prefill-buckets 1" "--append-buckets 3,5" "--prefill-buckets 2,7 --kv f32"; do
+    # shellcheck disable=SC2086
+    "$bin" generate --model "$model" --weights f32 --temp 0 --n-predict 200 --prompt "" $buckets \
+        >"$tmp/out.txt" 2>"$tmp/err.txt"
+    check "generate exact text [$buckets]" cmp -s "$tmp/out.txt" "$expected"
+done
+
+# Scripted chat: one user turn per line, one reply per turn. The first reply to
+# "Once upon a time" is the greedy continuation in reference.json.
+printf 'Once upon a time\nThe dog ran\n' |
+    "$bin" chat --model "$model" --weights f32 --temp 0 --n-predict 40 >"$tmp/chat.txt" 2>"$tmp/chat_err.txt"
+check "chat exit code" test $? -eq 0
+check "chat prints two replies" test "$(wc -l <"$tmp/chat.txt")" -eq 2
+first=$(head -n 1 "$tmp/chat.txt")
+check "chat first reply is the greedy continuation" \
+    test "$first" = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."
+check "chat second reply is not empty" test -n "$(sed -n 2p "$tmp/chat.txt")"
+
+check "tokenize" test "$("$bin" tokenize --model "$model" "Once upon a time")" = "403 407 261 378"
+check "tokenize --add-special" \
+    test "$("$bin" tokenize --model "$model" --add-special "Once upon a time")" = "1 403 407 261 378"
+
+"$bin" generate --model "$model" --bogus 1 >/dev/null 2>"$tmp/usage.txt"
+check "unknown flag exits 2" test $? -eq 2
+"$bin" generate --model "$tmp/no-such-dir" --prompt hi >/dev/null 2>"$tmp/err1.txt"
+check "missing model exits 1" test $? -eq 1
+check "missing model message names the directory" grep -q "no-such-dir" "$tmp/err1.txt"
+check "runtime error is one line" test "$(wc -l <"$tmp/err1.txt")" -eq 1
+"$bin" generate --model "$model" --prompt "Once upon a time there was" --max-seq 4 --prefill-buckets 2 --append-buckets 2 >/dev/null 2>"$tmp/err2.txt"
+check "capacity error exits 1" test $? -eq 1
+check "capacity message names K" grep -q "K=4" "$tmp/err2.txt"
+"$bin" info --model "$model" >"$tmp/info.txt" 2>&1
+check "info prints the target" grep -q "^target" "$tmp/info.txt"
+
+echo "cli: $passes passed, $fails failed"
+[[ $fails -eq 0 ]]
