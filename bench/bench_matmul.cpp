@@ -1,0 +1,210 @@
+// Matmul benchmarks: q8/f16/bf16/f32 weights at the real Llama-3.2-1B and
+// Gemma-4-E2B projection shapes, M = 1 (decode, GB/s of weights vs read
+// bandwidth) and M = 16..512 (prefill, GOPS vs the arithmetic peak).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.hpp"
+
+namespace staticlm::bench {
+namespace {
+
+using kernels::PackedMatrix;
+
+struct Shape {
+    int k, n;
+    bool vocab;  // the lm_head: prefill computes it for one row only, so few M
+};
+
+// Llama-3.2-1B: hidden 2048, q/o 2048, k/v 512 (8 kv heads × 64), FFN 8192, vocab 128256.
+// Gemma-4-E2B: hidden 1536, q 2048 (8 × 256), kv 256, FFN 6144 (12288 on the
+// double-wide layers), vocab 262144.
+constexpr Shape kShapes[] = {
+    {2048, 2048, false}, {2048, 512, false},  {2048, 8192, false},  {8192, 2048, false},
+    {2048, 128256, true}, {1536, 2048, false}, {1536, 256, false},  {1536, 6144, false},
+    {1536, 12288, false}, {6144, 1536, false}, {1536, 262144, true},
+};
+constexpr WeightType kTypes[] = {WeightType::q8, WeightType::f16, WeightType::bf16,
+                                 WeightType::f32};
+constexpr int kMs[] = {1, 16, 64, 512};
+
+// The layout sizes documented in kernels.hpp; used when packed_bytes() is not
+// implemented yet (a stub returning 0) so the lab still allocates real buffers.
+size_t documented_bytes(WeightType type, int n, int k) {
+    const size_t panels = (size_t(n) + kernels::kPanelRows - 1) / kernels::kPanelRows;
+    switch (type) {
+        case WeightType::f32: return panels * size_t(k) * 16 * 4;
+        case WeightType::f16: return panels * size_t(k) * 16 * 2;
+        case WeightType::bf16: return panels * size_t((k + 1) / 2) * 16 * 2 * 2;
+        case WeightType::q8: return panels * size_t((k + 31) / 32) * 576;
+    }
+    return 0;
+}
+
+size_t weight_bytes(WeightType type, int n, int k) {
+    const size_t b = kernels::packed_bytes(type, n, k);
+    return b ? b : documented_bytes(type, n, k);
+}
+
+size_t scratch_bytes(WeightType type, int m, int k) {
+    size_t b = kernels::matmul_scratch_bytes(type, m, k);
+    if (b == 0 && type == WeightType::q8) {  // stubbed format: the documented layout
+        const size_t kp = size_t(kernels::padded_k(type, k));
+        b = size_t(m) * align64(kp + kp / 32 * 8);
+    }
+    return b;
+}
+
+// The packed weights of the shape being benchmarked, plus copies for rotation.
+// One set is kept at a time: benchmarks of one (type, n, k) are registered
+// consecutively, so each shape is packed once.
+struct PackedSet {
+    WeightType type = WeightType::f32;
+    int n = 0, k = 0;
+    size_t bytes = 0;   // one copy
+    size_t stride = 0;  // between copies
+    int copies = 0;
+    Buffer buf;
+
+    PackedMatrix matrix(int copy) const {
+        return PackedMatrix{type, n, k, buf.data() + size_t(copy) * stride, bytes};
+    }
+};
+
+PackedSet g_set;
+
+// The bf16 source of the current shape, kept while its four weight types are
+// packed one after the other (generating 400M values takes seconds).
+struct Source {
+    int n = 0, k = 0;
+    Buffer buf;  // [n][k] bf16
+};
+Source g_source;
+
+const Buffer& source(int n, int k) {
+    if (g_source.n != n || g_source.k != k) {
+        g_source = Source{};
+        g_source.n = n;
+        g_source.k = k;
+        g_source.buf = Buffer(size_t(n) * size_t(k) * 2);
+        fill_bf16(g_source.buf.as<uint16_t>(), size_t(n) * size_t(k),
+                  uint64_t(n) * 131 + uint64_t(k), 0.05f);
+    }
+    return g_source.buf;
+}
+
+const PackedSet& packed(WeightType type, int n, int k, int copies) {
+    PackedSet& s = g_set;
+    if (s.copies > 0 && s.type == type && s.n == n && s.k == k && s.copies >= copies) return s;
+    s = PackedSet{};  // frees the previous shape first
+    s.type = type;
+    s.n = n;
+    s.k = k;
+    s.bytes = weight_bytes(type, n, k);
+    s.stride = align64(s.bytes);
+    s.copies = copies;
+    s.buf = Buffer(s.stride * size_t(copies));
+    {
+        // bf16 source, as checkpoints store it: [n][k], deterministic per (n, k).
+        const Buffer& src = source(n, k);
+        constexpr int kRowsPerTask = 64 * kernels::kPanelRows;
+        const int n_tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+#pragma omp parallel for schedule(dynamic) num_threads(options().threads)
+        for (int t = 0; t < n_tasks; ++t) {
+            const int n0 = t * kRowsPerTask;
+            kernels::pack_weights(type, SrcType::bf16, src.data(), n, k, n0,
+                                  std::min(n, n0 + kRowsPerTask), s.buf.data());
+        }
+    }
+    for (int c = 1; c < copies; ++c)
+        std::memcpy(s.buf.data() + size_t(c) * s.stride, s.buf.data(), s.bytes);
+    return s;
+}
+
+struct Case {
+    WeightType type;
+    int m, k, n;
+};
+
+double peak_for(WeightType type) {
+    const Ceilings& c = ceilings();
+    if (type == WeightType::q8) return c.int8_gops;
+    if (type == WeightType::bf16 && c.bf16_gflops > 0) return c.bf16_gflops;
+    return c.fp32_gflops;
+}
+
+void bm_matmul(benchmark::State& st, Case c) {
+    const kernels::KernelTable& kt = kernels::table();
+    const int threads = options().threads;
+    const size_t wbytes = weight_bytes(c.type, c.n, c.k);
+    const int copies = c.m == 1 ? rotation_copies(wbytes) : 1;
+    const PackedSet& set = packed(c.type, c.n, c.k, copies);
+
+    Buffer x(size_t(c.m) * size_t(c.k) * 4);  // [m][k]
+    Buffer y(size_t(c.m) * size_t(c.n) * 4);  // [m][n]
+    Buffer scratch(scratch_bytes(c.type, c.m, c.k));
+    fill_f32(x.as<float>(), size_t(c.m) * size_t(c.k), 7, 1.0f);
+
+    int copy = 0;
+    CallTimer timer;
+    for (auto _ : st) {
+        const PackedMatrix w = set.matrix(copy);
+        timer.start();
+        kernels::matmul(kt, w, x.as<float>(), size_t(c.k), c.m, y.as<float>(), size_t(c.n),
+                        scratch.data(), threads);
+        benchmark::ClobberMemory();
+        timer.stop();
+        if (++copy == set.copies) copy = 0;
+    }
+    const double seconds = timer.seconds(options().mean);
+    if (timer.calls() == 0 || seconds <= 0) return;
+    if (c.m == 1) {
+        const double gbs = double(wbytes) / seconds * 1e-9;
+        set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gbs);
+    } else {
+        const double gops = 2.0 * c.m * double(c.n) * c.k / seconds * 1e-9;
+        set_figure(st, "GOPS", gops, "ratio_peak", peak_for(c.type));
+    }
+    st.counters["copies"] = set.copies;
+}
+
+bool wanted(const Shape& s, WeightType type, int m) {
+    if (!s.vocab) return true;
+    // lm_head: decode for every type; a few prefill rows only for the formats
+    // a real run would use there (the f32/bf16 lm_head at M>1 takes seconds).
+    switch (type) {
+        case WeightType::q8: return m <= 64;
+        case WeightType::f16: return m <= 16;
+        default: return m == 1;
+    }
+}
+
+void add(const Case& c) {
+    const std::string name = std::string("matmul/") + weight_type_name(c.type) + "/K" +
+                             std::to_string(c.k) + "/N" + std::to_string(c.n) + "/M" +
+                             std::to_string(c.m);
+    benchmark::RegisterBenchmark(name.c_str(), bm_matmul, c)->UseRealTime();
+}
+
+}  // namespace
+
+void release_matmul_weights() {
+    g_set = PackedSet{};
+    g_source = Source{};
+}
+
+void register_matmul(const Options& opts) {
+    if (opts.quick) {
+        for (WeightType t : kTypes)
+            for (int m : {1, 16}) add({t, m, 2048, 512});
+        return;
+    }
+    for (const Shape& s : kShapes)
+        for (WeightType t : kTypes)
+            for (int m : kMs)
+                if (wanted(s, t, m)) add({t, m, s.k, s.n});
+}
+
+}  // namespace staticlm::bench
