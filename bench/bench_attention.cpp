@@ -99,7 +99,7 @@ void bm_attention(benchmark::State& st, Case c) {
     if (timer.calls() == 0 || seconds <= 0) return;
     if (c.t == 1) {
         const double gbs = double(2 * half) / seconds * 1e-9;
-        set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gbs);
+        set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gb_per_s);
     } else {
         // q·k and p·v: 2 flops each per head, visible position and dim (row i sees pos0+i+1).
         double visible = 0;

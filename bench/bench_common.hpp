@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
+#include "staticlm/probe.hpp"
 
 namespace staticlm::bench {
 
@@ -24,21 +25,11 @@ struct Options {
 };
 
 // Machine limits measured by this binary in this run (0 = not measured).
-struct Ceilings {
-    double read_gbs = 0;         // best pass of a multi-threaded streaming read, GB/s
-    double read_gbs_median = 0;
-    double int8_gops = 0;        // u8·s8 dot products, 2 ops per multiply-add, GOPS
-    double fp32_gflops = 0;      // FMA, 2 flops each
-    double bf16_gflops = 0;      // vdpbf16ps, 2 flops per bf16 pair product (0: no BF16)
-    std::string isa;             // which code path measured them
-    int threads = 0;
-};
+using Ceilings = MachineCeilings;
 
 const Options& options();
 const Ceilings& ceilings();
 
-// Measures the ceilings with opts.threads threads (ceilings.cpp).
-Ceilings measure_ceilings(const Options& opts);
 
 // Registration of each family, in the order they run (bench_*.cpp).
 void register_matmul(const Options& opts);

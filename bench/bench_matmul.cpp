@@ -162,7 +162,7 @@ void bm_matmul(benchmark::State& st, Case c) {
     if (timer.calls() == 0 || seconds <= 0) return;
     if (c.m == 1) {
         const double gbs = double(wbytes) / seconds * 1e-9;
-        set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gbs);
+        set_figure(st, "GB/s", gbs, "ratio_bw", ceilings().read_gb_per_s);
     } else {
         const double gops = 2.0 * c.m * double(c.n) * c.k / seconds * 1e-9;
         set_figure(st, "GOPS", gops, "ratio_peak", peak_for(c.type));

@@ -102,8 +102,8 @@ std::string fmt(const char* f, double v) {
 void print_ceilings(const Ceilings& c, bool quick) {
     std::printf("ceilings (%d thread%s, %s code%s):\n", c.threads, c.threads == 1 ? "" : "s",
                 c.isa.c_str(), quick ? "; quick: rough, short passes" : "");
-    std::printf("  read bandwidth  %8.1f GB/s   (best of passes; median %.1f)\n", c.read_gbs,
-                c.read_gbs_median);
+    std::printf("  read bandwidth  %8.1f GB/s   (best of passes; median %.1f)\n", c.read_gb_per_s,
+                c.read_gb_per_s_median);
     std::printf("  int8 dot peak   %8.1f GOPS\n", c.int8_gops);
     std::printf("  fp32 FMA peak   %8.1f GFLOPS\n", c.fp32_gflops);
     if (c.bf16_gflops > 0) std::printf("  bf16 dot peak   %8.1f GFLOPS\n", c.bf16_gflops);
@@ -164,7 +164,7 @@ void print_summary(const SummaryReporter& rep, const Options& o) {
                     vs.c_str());
     };
     line("q8 M=1 " + shape, "matmul/q8/" + shape + "/M1", "GB/s", "ratio_bw",
-         "read bandwidth " + fmt("%.1f GB/s", c.read_gbs));
+         "read bandwidth " + fmt("%.1f GB/s", c.read_gb_per_s));
     line("q8 " + big_m + " " + shape, "matmul/q8/" + shape + "/" + big_m, "GOPS", "ratio_peak",
          "int8 peak " + fmt("%.0f GOPS", c.int8_gops));
     line("f16 " + big_m + " " + shape, "matmul/f16/" + shape + "/" + big_m, "GOPS",
@@ -240,14 +240,14 @@ int main(int argc, char** argv) {
                 o.mean ? "mean" : "fastest");
     std::fflush(stdout);
 
-    g_ceilings = measure_ceilings(o);
+    g_ceilings = measure_ceilings(o.threads, o.quick, o.ceiling_isa);
     print_ceilings(g_ceilings, o.quick);
     if (o.ceilings_only) return 0;
 
     benchmark::AddCustomContext("kernel_target", target);
     benchmark::AddCustomContext("threads", std::to_string(o.threads));
     benchmark::AddCustomContext("figures_from", o.mean ? "mean call" : "fastest call");
-    benchmark::AddCustomContext("ceiling_read_gbs", fmt("%.2f", g_ceilings.read_gbs));
+    benchmark::AddCustomContext("ceiling_read_gbs", fmt("%.2f", g_ceilings.read_gb_per_s));
     benchmark::AddCustomContext("ceiling_int8_gops", fmt("%.1f", g_ceilings.int8_gops));
     benchmark::AddCustomContext("ceiling_fp32_gflops", fmt("%.1f", g_ceilings.fp32_gflops));
     benchmark::AddCustomContext("ceiling_bf16_gflops", fmt("%.1f", g_ceilings.bf16_gflops));

@@ -71,6 +71,7 @@ struct Task {
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
+    if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
     auto model = std::make_shared<Model>();
     model->config_ = read_model_config(dir);
     const ModelConfig& c = model->config_;
@@ -85,7 +86,6 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
 
     // Resolve and check everything before allocating.
     std::vector<const TensorView*> src(plan.size());
-    uint64_t total_bytes = 0;
     for (size_t i = 0; i < plan.size(); ++i) {
         const WeightEntry& e = plan[i];
         const TensorView* t = files.find(e.name);
@@ -97,12 +97,25 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
                                               ", got " + t->shape_string());
         weight_src_type(*t);  // throws unsupported naming the tensor
         src[i] = t;
-        total_bytes += t->bytes;
     }
 
+    detail::convert_weights(*model, plan, src, options);
+    detail::finish_weights(model->weights_, with_lm_head);
+    if (options.load_tokenizer) model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
+    model->load_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    return model;
+}
+
+namespace detail {
+
+void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::vector<const TensorView*>& src,
+                     const LoadOptions& options) {
+    uint64_t total_bytes = 0;
+    for (const TensorView* t : src) total_bytes += t->bytes;
     const WeightType type = options.weights;
-    model->weight_type_ = type;
-    model->arena_ = detail::layout_arena(plan, type);
+    model.weight_type_ = type;
+    model.arena_ = detail::layout_arena(plan, type);
 
     // Scalars and vectors: small, converted here.
     uint64_t small_bytes = 0;
@@ -168,12 +181,8 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
     }
     if (error) std::rethrow_exception(error);
     if (options.progress) options.progress(total_bytes, total_bytes);
-
-    detail::finish_weights(model->weights_, with_lm_head);
-    if (options.load_tokenizer) model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
-    model->load_seconds_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    return model;
 }
+
+}  // namespace detail
 
 }  // namespace staticlm

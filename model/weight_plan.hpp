@@ -7,6 +7,8 @@
 
 #include "kernels/memory.hpp"
 #include "model/config.hpp"
+#include "model/model.hpp"
+#include "model/safetensors.hpp"
 #include "model/weights.hpp"
 
 namespace staticlm::detail {
@@ -37,6 +39,16 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type);
 
 // Points lm_head at embed when it is not a separate tensor.
 void finish_weights(ModelWeights& w, bool lm_head_loaded);
+
+// Lays out the arena and converts every entry from its source tensor (shapes
+// and dtypes already checked): vectors/scalars here, matrices in parallel
+// panel-aligned chunks. Non-finite source values throw Error(model) naming the
+// tensor and the flat index of the first one. Sets model.arena_/weight_type_.
+void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::vector<const TensorView*>& src,
+                     const LoadOptions& options);
+
+// Model::load of a llama2.c .bin file (model/llama2c.cpp).
+std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options);
 
 // Resolves OpenMP thread counts (0: all cores).
 int resolve_threads(int threads);

@@ -1,17 +1,24 @@
 // This machine's ceilings, measured by the running binary: memory read
-// bandwidth over a buffer much larger than the last-level cache, int8 dot
-// (vpdpbusd / maddubs) and fp32 FMA throughput, with a given thread count.
+// bandwidth over a buffer much larger than the last-level cache, and peak
+// int8 dot (vpdpbusd), fp32 FMA and bf16 dot (vdpbf16ps) throughput.
 #pragma once
+
+#include <string>
 
 namespace staticlm {
 
 struct MachineCeilings {
-    double read_gb_per_s = 0;
-    double int8_gops = 0;    // int8 multiply-adds counted as 2 ops
-    double fp32_gflops = 0;  // FMA counted as 2 flops
+    double read_gb_per_s = 0;         // best pass of a multi-threaded streaming read
+    double read_gb_per_s_median = 0;
+    double int8_gops = 0;             // u8·s8 multiply-adds counted as 2 ops
+    double fp32_gflops = 0;           // FMA counted as 2 flops
+    double bf16_gflops = 0;           // 0 without AVX512-BF16
+    std::string isa;                  // which code path measured them
+    int threads = 0;
 };
 
-// Takes about a second. buffer_mib: the bandwidth probe's buffer (default 1 GiB).
-MachineCeilings measure_ceilings(int threads, int buffer_mib = 1024);
+// Takes one to a few seconds (quick: a fraction, rough figures). isa: "" for
+// the best available, or "avx2" to force the 256-bit path.
+MachineCeilings measure_ceilings(int threads, bool quick = false, const std::string& isa = "");
 
 }  // namespace staticlm

@@ -1,7 +1,7 @@
-// Machine ceilings measured by bench_kernels in the same run as the kernels:
-// streaming read bandwidth, int8 dot-product peak (vpdpbusd), fp32 FMA peak
-// and bf16 dot peak (vdpbf16ps). AVX-512 code sits in functions with a target
-// attribute; CPUs without it fall back to AVX2 (or report 0 = not measured).
+// Machine ceilings measured by the running binary (bench_kernels, `staticlm
+// bench`): streaming read bandwidth, int8 dot-product peak (vpdpbusd), fp32 FMA
+// peak and bf16 dot peak (vdpbf16ps). AVX-512 code sits in functions with a
+// target attribute; CPUs without it fall back to AVX2 (or report 0 = not measured).
 #include <immintrin.h>
 #include <time.h>
 
@@ -11,14 +11,28 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/bench_common.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+#include "staticlm/probe.hpp"
 
 #if STATICLM_OPENMP
 #include <omp.h>
 #endif
 
-namespace staticlm::bench {
+namespace staticlm {
 namespace {
+
+class WallTimer {
+public:
+    WallTimer() : t0_(std::chrono::steady_clock::now()) {}
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
 
 #define SLM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"), noinline))
 #define SLM_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), noinline))
@@ -322,36 +336,36 @@ double measure_peak(Fn fn, int64_t iters, double ops_per_iter, int n_threads, bo
 
 }  // namespace
 
-Ceilings measure_ceilings(const Options& opts) {
+MachineCeilings measure_ceilings(int threads, bool quick, const std::string& isa) {
     const kernels::CpuFeatures cpu = kernels::cpu_features();
-    Ceilings c;
-    c.threads = opts.threads;
+    MachineCeilings c;
+    threads = threads < 1 ? 1 : threads;
+    c.threads = threads;
     bool avx512 = cpu.avx512;
     bool avx2 = cpu.avx2_fma_f16c;
-    if (opts.ceiling_isa == "avx2") avx512 = false;
+    if (isa == "avx2") avx512 = false;
     if (!avx512 && !avx2) {
         c.isa = "none (no AVX2 on this CPU: ceilings not measured)";
         return c;
     }
     c.isa = avx512 ? "avx512" : "avx2";
-    const bool quick = opts.quick;
     // About 2.5 ms per timed pass at full speed (16 instructions per iteration,
     // 2 per cycle): short enough to fit between other processes' time slices.
     const int64_t iters = quick ? 200'000 : 1'000'000;
 
-    const Rate read = measure_read(avx512, opts.threads, quick);
-    c.read_gbs = read.best;
-    c.read_gbs_median = read.median;
+    const Rate read = measure_read(avx512, threads, quick);
+    c.read_gb_per_s = read.best;
+    c.read_gb_per_s_median = read.median;
     if (avx512) {
-        c.int8_gops = measure_peak(vnni_avx512, iters, kChains * 64 * 2, opts.threads, quick);
-        c.fp32_gflops = measure_peak(fma_avx512, iters, kChains * 16 * 2, opts.threads, quick);
+        c.int8_gops = measure_peak(vnni_avx512, iters, kChains * 64 * 2, threads, quick);
+        c.fp32_gflops = measure_peak(fma_avx512, iters, kChains * 16 * 2, threads, quick);
         if (cpu.avx512_bf16)
-            c.bf16_gflops = measure_peak(bf16_avx512, iters, kChains * 32 * 2, opts.threads, quick);
+            c.bf16_gflops = measure_peak(bf16_avx512, iters, kChains * 32 * 2, threads, quick);
     } else {
-        c.int8_gops = measure_peak(int8_avx2, iters, 4 * 32 * 2, opts.threads, quick);
-        c.fp32_gflops = measure_peak(fma_avx2, iters, 12 * 8 * 2, opts.threads, quick);
+        c.int8_gops = measure_peak(int8_avx2, iters, 4 * 32 * 2, threads, quick);
+        c.fp32_gflops = measure_peak(fma_avx2, iters, 12 * 8 * 2, threads, quick);
     }
     return c;
 }
 
-}  // namespace staticlm::bench
+}  // namespace staticlm
