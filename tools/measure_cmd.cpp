@@ -68,7 +68,7 @@ void print_diff_row(const char* phase, int pos, int next_id, const LogitDiff& d)
 
 void print_header() {
     std::printf("%-8s %5s %7s %12s %12s %11s %7s %7s %s\n", "phase", "pos", "next", "mean|diff|",
-                "max|diff|", "PEIR", "top1", "ref", "agree");
+                "max|diff|", "PEIR", "argmax", "ref", "agree");
 }
 
 int verify_single(const Args& a, std::shared_ptr<const Model> model, const ReferenceData& ref,
