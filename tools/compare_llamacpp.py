@@ -31,6 +31,15 @@ SHAPES = {
                        vocab=1024, rope_theta=10000.0, ctx=2048, tied=False),
 }
 QK8_0 = 32  # Q8_0 block: one f16 scale + 32 int8
+PINNED = {"gguf": "0.19.0", "llama_cpp_python": "0.3.36"}
+
+
+def check_pinned():
+    for pkg, want in PINNED.items():
+        got = importlib.metadata.version(pkg.replace("_", "-"))
+        if got != want:
+            print(f"warning: {pkg} {got} is installed, the figures in README were made with {want}",
+                  file=sys.stderr)
 
 
 def pool(kind, rng, n=1 << 24):
@@ -170,8 +179,8 @@ def main():
     shape = a.shape or ("tiny-llama" if a.quick else "llama-3.2-1b")
     pp = a.pp or (128 if a.quick else 512)
     tg = a.tg or (32 if a.quick else 128)
-    import gguf
     import llama_cpp
+    check_pinned()
     os.makedirs(a.workdir, exist_ok=True)
     rows = []
     for wt in a.weights.split(","):
