@@ -34,9 +34,19 @@ QK8_0 = 32  # Q8_0 block: one f16 scale + 32 int8
 PINNED = {"gguf": "0.19.0", "llama_cpp_python": "0.3.36"}
 
 
+def installed_version(pkg):
+    if pkg == "llama_cpp_python":
+        import llama_cpp
+        return llama_cpp.__version__
+    try:
+        return importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def check_pinned():
     for pkg, want in PINNED.items():
-        got = importlib.metadata.version(pkg.replace("_", "-"))
+        got = installed_version(pkg)
         if got != want:
             print(f"warning: {pkg} {got} is installed, the figures in README were made with {want}",
                   file=sys.stderr)
@@ -201,7 +211,7 @@ def main():
                          staticlm=s["decode"]["tok_per_s"], staticlm_sd=s["decode"]["tok_per_s_sd"]))
         machine = s["machine"]
     print(f"# {time.strftime('%Y-%m-%d')}, {a.threads} threads, llama-cpp-python {llama_cpp.__version__}, "
-          f"gguf {importlib.metadata.version('gguf')}, staticlm target {s['target']}; "
+          f"gguf {installed_version('gguf')}, staticlm target {s['target']}; "
           f"machine read {machine['read_gb_per_s']:.1f} GB/s")
     print(f"| shape | weights (staticlm/llama.cpp) | test | llama.cpp tok/s | staticlm tok/s | ratio |")
     print("|---|---|---|---:|---:|---:|")
