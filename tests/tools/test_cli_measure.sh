@@ -53,6 +53,12 @@ for d in llama-gqa-llama3 llama-tied llama-mqa-3layer gemma4-e2b-like-causal gem
     contains "-> PASS"
 done
 
+# A chunked prefill (buckets 8 and 5 for 32 tokens) meets the same budget.
+expect 0 "verify with --prefill-buckets 5,8" -- "$bin" verify --model "$fx/llama-mqa-3layer" \
+    --reference "$fx/llama-mqa-3layer/reference.safetensors" --weights f32 --threads 2 \
+    --prefill-buckets 5,8 --summary
+contains "-> PASS"
+
 # The f32 engine is not bit-identical to transformers: a zero budget fails.
 expect 1 "verify --max-peir 0" -- "$bin" verify --model "$fx/llama-tied" \
     --reference "$fx/llama-tied/reference.safetensors" --weights f32 --threads 2 --max-peir 0 --summary
