@@ -204,7 +204,10 @@ def main():
             os.replace(path + ".tmp", path)
             print(f"wrote {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         (lp, lps), (lt, lts) = bench_llamacpp(path, SHAPES[shape]["vocab"], a.threads, pp, tg, a.reps)
+        print(f"llama.cpp {gtype}: pp{pp} {lp:.2f} tok/s, tg{tg} {lt:.2f} tok/s", file=sys.stderr, flush=True)
         s = bench_staticlm(a.staticlm, shape, wt, a.threads, pp, tg, a.reps)
+        print(f"staticlm {wt}: pp{pp} {s['prefill']['tok_per_s']:.2f} tok/s, "
+              f"tg{tg} {s['decode']['tok_per_s']:.2f} tok/s", file=sys.stderr, flush=True)
         rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=f"pp{pp}", llamacpp=lp, llamacpp_sd=lps,
                          staticlm=s["prefill"]["tok_per_s"], staticlm_sd=s["prefill"]["tok_per_s_sd"]))
         rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=f"tg{tg}", llamacpp=lt, llamacpp_sd=lts,
