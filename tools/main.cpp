@@ -103,9 +103,10 @@ int cmd_chat(const Args& a) {
 }
 
 int cmd_tokenize(const Args& a) {
-    auto model = load_model_from_args(a);
-    const Tokenizer* tok = model_tokenizer(*model);
-    if (!tok) throw Error(ErrorKind::config, "tokenize needs a model with a tokenizer");
+    // Only the tokenizer files are read: a directory with just tokenizer.json works.
+    if (!a.has("model")) throw UsageError("--model DIR is required");
+    const std::unique_ptr<Tokenizer> owned = load_tokenizer(a.str("model"), a.has("prefer-json"));
+    const Tokenizer* tok = owned.get();
     std::string text;
     for (size_t i = 0; i < a.positional().size(); ++i) text += (i ? " " : "") + a.positional()[i];
     const std::vector<int> ids = tok->encode(text, a.has("add-special"));

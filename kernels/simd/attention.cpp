@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #if defined(__F16C__) || defined(__AVX512F__)
@@ -41,26 +40,32 @@ using detail::kAttnMaxLanes;
 // Most threads one item's key range is split over (bounds merge_lane's stack array).
 constexpr int kMaxSplit = 64;
 
-// One cache row (n elements) into dst as fp32, zero padded to d_pad.
-void load_row(const void* src, KvType type, int n, int d_pad, float* dst) {
-    if (type == KvType::f32) {
-        std::memcpy(dst, src, size_t(n) * sizeof(float));
-    } else {
-        const uint16_t* s = static_cast<const uint16_t*>(src);
-        int e = 0;
+// One cache row (n elements) as fp32, zero padded to d_pad, in chunks of kW:
+// chunk ci (elements ci·kW ..) goes to dst + ci·stride (stride kW: a plain row).
+void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t stride) {
+    const float* sf = static_cast<const float*>(src);
+    const uint16_t* sh = static_cast<const uint16_t*>(src);
+    int e = 0;
+    for (; e + kW <= n; e += kW) {
+        float* out = dst + size_t(e / kW) * stride;
+        if (type == KvType::f32) {
+            Vec::load_unaligned(sf + e).store_unaligned(out);
+        } else {
 #if defined(__AVX512F__)
-        for (; e + 16 <= n; e += 16)
-            _mm512_storeu_ps(dst + e, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                          reinterpret_cast<const __m256i*>(s + e))));
+            _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                      reinterpret_cast<const __m256i*>(sh + e))));
+#elif defined(__F16C__)
+            _mm256_storeu_ps(out,
+                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sh + e))));
+#else
+            for (int i = 0; i < kW; ++i) out[i] = f16_to_f32(sh[e + i]);
 #endif
-#if defined(__F16C__)
-        for (; e + 8 <= n; e += 8)
-            _mm256_storeu_ps(dst + e,
-                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + e))));
-#endif
-        for (; e < n; ++e) dst[e] = f16_to_f32(s[e]);
+        }
     }
-    for (int e = n; e < d_pad; ++e) dst[e] = 0.0f;
+    for (; e < d_pad; ++e) {
+        const float x = e >= n ? 0.0f : type == KvType::f32 ? sf[e] : f16_to_f32(sh[e]);
+        dst[size_t(e / kW) * stride + size_t(e % kW)] = x;
+    }
 }
 
 // out[j] = Σ of the elements of acc[j], j < kW: a transpose-and-add tree
@@ -92,15 +97,15 @@ inline void hsum_rows(const Vec* acc, float* out) {
 inline void hsum_rows(const Vec* acc, float* out) { xsimd::haddp(acc).store_unaligned(out); }
 #endif
 
-// s[0..kW) = q · k_j for the kW keys starting at kt (rows d_pad apart); kW
-// independent accumulators also hide the FMA latency.
+// s[0..kW) = q · k_j for the kW keys of one K sub-block, stored chunk-major
+// ([d_pad/kW][kW keys][kW]) so that every load is a constant offset from one
+// pointer; kW independent accumulators also hide the FMA latency.
 inline void score_block(const float* q, const float* kt, int d_pad, float* s) {
     Vec acc[kW];
     for (int j = 0; j < kW; ++j) acc[j] = Vec(0.0f);
-    for (int c = 0; c < d_pad; c += kW) {
+    for (int c = 0; c < d_pad; c += kW, kt += kW * kW) {
         const Vec qv = Vec::load_unaligned(q + c);
-        for (int j = 0; j < kW; ++j)
-            acc[j] = xsimd::fma(qv, Vec::load_unaligned(kt + size_t(j) * d_pad + c), acc[j]);
+        for (int j = 0; j < kW; ++j) acc[j] = xsimd::fma(qv, Vec::load_unaligned(kt + j * kW), acc[j]);
     }
     hsum_rows(acc, s);
 }
@@ -208,8 +213,9 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
         int slot = kb % a.n_slots;
         for (int j = 0; j < nk; ++j) {
             const size_t off = (kv_base + size_t(slot)) * size_t(d) * elem;
-            load_row(kc + off, a.kv_type, d, d_pad, kt + size_t(j) * d_pad);
-            load_row(vc + off, a.kv_type, d, d_pad, vt + size_t(j) * d_pad);
+            load_row(kc + off, a.kv_type, d, d_pad, kt + size_t(j / kW) * kW * d_pad + (j % kW) * kW,
+                     size_t(kW) * kW);
+            load_row(vc + off, a.kv_type, d, d_pad, vt + size_t(j) * d_pad, kW);
             if (++slot == a.n_slots) slot = 0;
         }
         const int n_sb = (nk + kW - 1) / kW;

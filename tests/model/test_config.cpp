@@ -255,8 +255,12 @@ TEST_CASE("config: Gemma 4 errors") {
     expect_error([] { parse_model_config(replace(replace(kGemmaSmall, "\"num_kv_shared_layers\": 2", "\"num_kv_shared_layers\": 5"),
                                                  "\"per_layer_config\"", "\"x\""), "config.json"); },
                  ErrorKind::format, {"num_kv_shared_layers"});
-    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"), "config.json"); },
-                 ErrorKind::unsupported, {"attention_k_eq_v"});
+    {
+        // attention_k_eq_v: full layers take V from k_proj; sliding layers keep v_proj.
+        const ModelConfig c = parse_model_config(
+            replace(kGemmaSmall, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"), "config.json");
+        for (const LayerConfig& l : c.layers) CHECK(l.k_eq_v == (l.attention == AttentionType::full));
+    }
     expect_error([] { parse_model_config(replace(kGemmaSmall, "\"rope_type\": \"proportional\"", "\"rope_type\": \"yarn\""), "config.json"); },
                  ErrorKind::unsupported, {"config.json", "yarn"});
     expect_error([] { parse_model_config(replace(kGemmaSmall, "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "config.json"); },

@@ -62,13 +62,23 @@ TEST_CASE("stories260K: last-position logits of 'Once upon a time' match referen
     const std::vector<double> want64 = p["last_position_logits_f64"].get<std::vector<double>>();
     const std::vector<float> want(want64.begin(), want64.end());
 
-    auto model = load_stories(WeightType::f32);
-    CHECK(model->tokenizer()->encode("Once upon a time", true) == ids);
-    Session s(model, SessionOptions{.max_seq = 64, .prefill_buckets = {8}, .append_buckets = {4}, .threads = 2});
-    const std::span<const float> got = s.prefill(ids);
-    const LogitDiff d = compare_logits(got, want);
-    CHECK(d.peir <= 1e-4);
-    CHECK(d.top1());
+    // f32 is the contract; the other formats' budgets hold on this real model
+    // (measured: see the printed figures).
+    struct Row {
+        WeightType w;
+        double max_peir;
+    };
+    for (Row row : {Row{WeightType::f32, 1e-4}, Row{WeightType::f16, 1e-3}, Row{WeightType::bf16, 1e-2},
+                    Row{WeightType::q8, 1e-2}}) {
+        auto model = load_stories(row.w);
+        CHECK(model->tokenizer()->encode("Once upon a time", true) == ids);
+        Session s(model, SessionOptions{.max_seq = 64, .prefill_buckets = {8}, .append_buckets = {4}, .kv = KvType::f32, .threads = 2});
+        const std::span<const float> got = s.prefill(ids);
+        const LogitDiff d = compare_logits(got, want);
+        MESSAGE("stories260K ", std::string(weight_type_name(row.w)), ": last-position PEIR ", d.peir);
+        CHECK(d.peir <= row.max_peir);
+        CHECK(d.top1());
+    }
 }
 
 TEST_CASE("stories260K: q8 / f16 / bf16 token agreement over the 200 greedy tokens") {
@@ -94,7 +104,7 @@ TEST_CASE("stories260K: q8 / f16 / bf16 token agreement over the 200 greedy toke
             if (first_diff < 0 && r.tokens[i] != expected[i + 1]) first_diff = int(i);
         }
         const double agreement = double(same) / 200.0;
-        MESSAGE("stories260K ", weight_type_name(row.w), ": ", same, "/200 greedy tokens agree, first mismatch at ", first_diff);
+        MESSAGE("stories260K ", std::string(weight_type_name(row.w)), ": ", same, "/200 greedy tokens agree, first mismatch at ", first_diff);
         CHECK(agreement >= row.min_agreement);
     }
 }
