@@ -81,6 +81,7 @@ struct Session::Impl {
     int pos = 0;
     int high_water = 0;  // highest position written + 1 (rewind limit of rings)
     int threads = 1;
+    DumpSink dump;  // set_dump(); empty by default
 
     void validate(std::span<const int> tokens, int P) const {
         if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
@@ -114,6 +115,7 @@ struct Session::Impl {
             a.t = t;
             a.pos0 = P + done;
             a.n_threads = threads;
+            a.dump = dump;
             const bool last = s + 1 == n_steps;
             a.logits = sink ? ForwardArgs::Logits::all
                             : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
@@ -191,6 +193,8 @@ void Session::reset() {
     impl_->pos = 0;
     impl_->high_water = 0;
 }
+
+void Session::set_dump(DumpFn fn, void* ctx) { impl_->dump = DumpSink{fn, fn ? ctx : nullptr}; }
 
 int Session::pos() const { return impl_->pos; }
 int Session::max_seq() const { return impl_->options.max_seq; }
