@@ -29,7 +29,13 @@ uint64_t splitmix64(uint64_t x) {
 // a pure function of (seed, entry, row, col) so any thread order gives the
 // same weights. Per element a counter-based 32-bit hash (a Weyl step, then
 // murmur3's finalizer) of a per-row 64-bit key: no state carried between
-// elements, so the loop vectorizes.
+// elements, so the loop vectorizes. model/ is built for baseline x86-64,
+// where SSE2 has no 32-bit vector multiply: GCC's target_clones add AVX2 and
+// AVX-512 copies, picked once at program load (integer ops and an exact
+// int→float conversion, so every copy gives the same bits).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void fill_row(uint64_t seed, size_t entry, int row, int k, float* out) {
     const uint64_t key = splitmix64(seed ^ splitmix64((uint64_t(entry) << 32) | uint32_t(row)));
     const uint32_t lo = uint32_t(key), hi = uint32_t(key >> 32);

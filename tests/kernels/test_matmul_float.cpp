@@ -415,11 +415,13 @@ TEST_CASE("float pack_panel equals the scalar conversions on every target") {
                 for (const Case& c : {Case{SrcType::f32, f.data()}, Case{SrcType::f16, h.data() + 1},
                                       Case{SrcType::bf16, h.data() + 1}}) {
                     for (WeightType type : kFloatTypes) {
-                        CAPTURE(target_name(t));
+                        const std::string target = target_name(t);
+                        CAPTURE(target);
                         CAPTURE(k);
                         CAPTURE(rows);
                         CAPTURE(int(c.st));
-                        CAPTURE(weight_type_name(type));
+                        const std::string type_name = weight_type_name(type);
+                        CAPTURE(type_name);
                         const std::vector<uint8_t> expect = ref_float_panel(type, c.st, c.data, ld, rows, k);
                         std::vector<std::byte> dst(expect.size() + 2, std::byte{0x5a});
                         kt.pack_panel(type, c.st, c.data, ld, rows, k, dst.data() + 2);

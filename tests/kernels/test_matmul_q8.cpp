@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -439,7 +440,8 @@ TEST_CASE("q8 pack_panel equals the reference quantizer on every target") {
         REQUIRE(bool(kt.pack_panel));
         for (int k : {1, 5, 31, 32, 33, 64, 255, 256, 257, 600}) {
             for (int rows : {0, 1, 7, 15, 16}) {
-                CAPTURE(target_name(t));
+                const std::string target = target_name(t);
+                CAPTURE(target);
                 CAPTURE(k);
                 CAPTURE(rows);
                 const size_t ld = size_t(k) + size_t(rows % 3);  // row stride > k too
@@ -477,7 +479,8 @@ TEST_CASE("q8 pack_panel equals the reference quantizer on every target") {
 TEST_CASE("q8 pack_panel: misaligned f32 source, inf and NaN as the reference") {
     std::mt19937 rng(29);
     for (Target t : runnable_targets()) {
-        CAPTURE(target_name(t));
+        const std::string target = target_name(t);
+        CAPTURE(target);
         const int k = 100, rows = 16;
         std::vector<float> storage(size_t(rows) * k + 1);
         float* src = storage.data() + 1;  // 4-byte but not 64-byte aligned
