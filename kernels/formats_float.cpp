@@ -52,8 +52,8 @@ void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k
     const PackPanelFn pack = table().pack_panel;
     for (int p = p0; p < p1; ++p) {
         const int row0 = p * kPanelRows;
-        pack(type, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes, size_t(k),
-             std::min(kPanelRows, n - row0), k, dst + size_t(p) * per_panel);
+        pack(type, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes,
+             size_t(k), std::min(kPanelRows, n - row0), k, dst + size_t(p) * per_panel);
     }
 }
 

@@ -175,13 +175,14 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
             const SrcType st = weight_src_type(t);
             // Scan and pack ~128 KiB of source at a time, so that packing reads
             // the rows from L2 right after the scan brought them in.
-            const int step = std::max<int>(kernels::kPanelRows,
-                                           int((size_t{128} << 10) / (size_t(e.k) * dtype_size(t.dtype))) /
-                                               kernels::kPanelRows * kernels::kPanelRows);
+            const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
+            const int step = std::max<int>(
+                kernels::kPanelRows,
+                int((size_t{128} << 10) / row_bytes) / kernels::kPanelRows * kernels::kPanelRows);
             for (int r0 = task.n0; r0 < task.n1; r0 += step) {
                 const int r1 = std::min(task.n1, r0 + step);
-                const int64_t bad =
-                    first_non_finite(st, t.data, uint64_t(r0) * uint64_t(e.k), uint64_t(r1) * uint64_t(e.k));
+                const int64_t bad = first_non_finite(st, t.data, uint64_t(r0) * uint64_t(e.k),
+                                                     uint64_t(r1) * uint64_t(e.k));
                 if (bad >= 0) throw_non_finite(t, bad);
                 kernels::pack_weights(type, st, t.data, e.n, e.k, r0, r1, e.matrix->data);
             }

@@ -68,9 +68,15 @@ void f16_to_f32_row(const uint16_t* x, int n, float* y) {
 
 void src_to_f32_row(SrcType st, const void* src, int n, float* y) {
     switch (st) {
-        case SrcType::f32: std::memcpy(y, src, size_t(n) * 4); return;
-        case SrcType::f16: f16_to_f32_row(static_cast<const uint16_t*>(src), n, y); return;
-        case SrcType::bf16: bf16_to_f32_row(static_cast<const uint16_t*>(src), n, y); return;
+        case SrcType::f32:
+            std::memcpy(y, src, size_t(n) * 4);
+            return;
+        case SrcType::f16:
+            f16_to_f32_row(static_cast<const uint16_t*>(src), n, y);
+            return;
+        case SrcType::bf16:
+            bf16_to_f32_row(static_cast<const uint16_t*>(src), n, y);
+            return;
     }
 }
 
@@ -181,7 +187,8 @@ float quantize_group(const float* x, uint8_t* qb) {
         r = _mm256_max_ps(_mm256_min_ps(r, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f));
         const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(128));
         // 8 × int32 in 0..254 → 8 bytes, in order.
-        const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        const __m128i w =
+            _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         _mm_storel_epi64(reinterpret_cast<__m128i*>(qb + 8 * h), _mm_packus_epi16(w, w));
     }
     return s;
@@ -222,14 +229,16 @@ void pack_q8(SrcType st, const std::byte* src, size_t ld, int rows, int k, std::
 template <class T>
 void transpose_tile(const T* tile, size_t tile_ld, int cols, T* out) {
     for (int c = 0; c < cols; ++c)
-        for (int r = 0; r < kPanelRows; ++r) out[size_t(c) * kPanelRows + r] = tile[size_t(r) * tile_ld + c];
+        for (int r = 0; r < kPanelRows; ++r)
+            out[size_t(c) * kPanelRows + r] = tile[size_t(r) * tile_ld + c];
 }
 
 // Source row segment → n elements of the panel's element type.
 void convert_row(WeightType type, SrcType st, const std::byte* src, int n, float* fbuf, void* out) {
     if (type == WeightType::f32) return src_to_f32_row(st, src, n, static_cast<float*>(out));
     auto* h = static_cast<uint16_t*>(out);
-    if ((type == WeightType::f16 && st == SrcType::f16) || (type == WeightType::bf16 && st == SrcType::bf16)) {
+    if ((type == WeightType::f16 && st == SrcType::f16) ||
+        (type == WeightType::bf16 && st == SrcType::bf16)) {
         std::memcpy(h, src, size_t(n) * 2);
         return;
     }
@@ -244,8 +253,10 @@ void convert_row(WeightType type, SrcType st, const std::byte* src, int n, float
         f32_to_bf16_row(f, n, h);
 }
 
-void pack_float(WeightType type, SrcType st, const std::byte* src, size_t ld, int rows, int k, std::byte* dst) {
-    alignas(64) uint32_t tile[kPanelRows * kTile];  // [16][kTile] f32, or [16][kTile] uint16 in the first half
+void pack_float(WeightType type, SrcType st, const std::byte* src, size_t ld, int rows, int k,
+                std::byte* dst) {
+    alignas(64) uint32_t
+        tile[kPanelRows * kTile];  // [16][kTile] f32, or [16][kTile] uint16 in the first half
     alignas(64) float fbuf[kTile];
     const size_t esize = src_bytes(st);
     const int ebytes = type == WeightType::f32 ? 4 : 2;
@@ -253,16 +264,19 @@ void pack_float(WeightType type, SrcType st, const std::byte* src, size_t ld, in
         const int len = std::min(kTile, k - c0);
         const int len_even = (len + 1) / 2 * 2;
         for (int r = 0; r < kPanelRows; ++r) {
-            std::byte* row = reinterpret_cast<std::byte*>(tile) + size_t(r) * kTile * size_t(ebytes);
+            std::byte* row =
+                reinterpret_cast<std::byte*>(tile) + size_t(r) * kTile * size_t(ebytes);
             if (r < rows)
                 convert_row(type, st, src + (size_t(r) * ld + size_t(c0)) * esize, len, fbuf, row);
             else
                 std::memset(row, 0, size_t(len_even) * size_t(ebytes));
-            if (type == WeightType::bf16 && len_even != len) std::memset(row + len * 2, 0, 2);  // k padded to even
+            if (type == WeightType::bf16 && len_even != len)
+                std::memset(row + len * 2, 0, 2);  // k padded to even
         }
         switch (type) {
             case WeightType::f32:  // [k][16]
-                transpose_tile(tile, kTile, len, reinterpret_cast<uint32_t*>(dst) + size_t(c0) * kPanelRows);
+                transpose_tile(tile, kTile, len,
+                               reinterpret_cast<uint32_t*>(dst) + size_t(c0) * kPanelRows);
                 break;
             case WeightType::f16:  // [k][16]
                 transpose_tile(reinterpret_cast<const uint16_t*>(tile), kTile, len,
@@ -272,7 +286,8 @@ void pack_float(WeightType type, SrcType st, const std::byte* src, size_t ld, in
                 transpose_tile(tile, kTile / 2, len_even / 2,
                                reinterpret_cast<uint32_t*>(dst) + size_t(c0 / 2) * kPanelRows);
                 break;
-            case WeightType::q8: break;
+            case WeightType::q8:
+                break;
         }
     }
 }

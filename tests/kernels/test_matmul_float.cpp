@@ -341,7 +341,8 @@ uint32_t src_bits(SrcType st, const void* src, size_t i) {
 }
 
 uint32_t expected_element(WeightType type, SrcType st, uint32_t bits) {
-    if ((type == WeightType::f16 && st == SrcType::f16) || (type == WeightType::bf16 && st == SrcType::bf16))
+    if ((type == WeightType::f16 && st == SrcType::f16) ||
+        (type == WeightType::bf16 && st == SrcType::bf16))
         return bits;
     float v;
     if (st == SrcType::f32)
@@ -356,20 +357,24 @@ uint32_t expected_element(WeightType type, SrcType st, uint32_t bits) {
 }
 
 // One panel in the documented layout, element by element with the scalar conversions.
-std::vector<uint8_t> ref_float_panel(WeightType type, SrcType st, const void* src, size_t ld, int rows, int k) {
+std::vector<uint8_t> ref_float_panel(WeightType type, SrcType st, const void* src, size_t ld,
+                                     int rows, int k) {
     const int kp = padded_k(type, k);
     // One panel without the 64-byte rounding packed_bytes adds at the end of a matrix.
     std::vector<uint8_t> out(size_t(kp) * 16 * (type == WeightType::f32 ? 4 : 2), 0);
     for (int r = 0; r < 16; ++r)
         for (int c = 0; c < kp; ++c) {
-            const uint32_t e = r < rows && c < k ? expected_element(type, st, src_bits(st, src, size_t(r) * ld + size_t(c)))
-                                                 : 0;
+            const uint32_t e =
+                r < rows && c < k
+                    ? expected_element(type, st, src_bits(st, src, size_t(r) * ld + size_t(c)))
+                    : 0;
             if (type == WeightType::f32) {
                 std::memcpy(out.data() + (size_t(c) * 16 + size_t(r)) * 4, &e, 4);
             } else {
                 const uint16_t h = uint16_t(e);
-                const size_t idx = type == WeightType::f16 ? size_t(c) * 16 + size_t(r)
-                                                           : size_t(c / 2) * 32 + size_t(r) * 2 + size_t(c & 1);
+                const size_t idx = type == WeightType::f16
+                                       ? size_t(c) * 16 + size_t(r)
+                                       : size_t(c / 2) * 32 + size_t(r) * 2 + size_t(c & 1);
                 std::memcpy(out.data() + idx * 2, &h, 2);
             }
         }
@@ -396,9 +401,15 @@ TEST_CASE("float pack_panel equals the scalar conversions on every target") {
                 std::vector<float> f(count);
                 for (float& x : f) {
                     switch (kind(rng)) {
-                        case 0: x = normal(rng); break;
-                        case 1: x = normal(rng) * 70000.0f; break;
-                        case 2: x = normal(rng) * 1e-6f; break;  // f16 subnormal range
+                        case 0:
+                            x = normal(rng);
+                            break;
+                        case 1:
+                            x = normal(rng) * 70000.0f;
+                            break;
+                        case 2:
+                            x = normal(rng) * 1e-6f;
+                            break;  // f16 subnormal range
                         default: {
                             const uint32_t b = bits32(rng);
                             std::memcpy(&x, &b, 4);
@@ -412,8 +423,9 @@ TEST_CASE("float pack_panel equals the scalar conversions on every target") {
                     const void* data;
                 };
                 // The 16-bit source starts at an odd element: misaligned rows.
-                for (const Case& c : {Case{SrcType::f32, f.data()}, Case{SrcType::f16, h.data() + 1},
-                                      Case{SrcType::bf16, h.data() + 1}}) {
+                for (const Case& c :
+                     {Case{SrcType::f32, f.data()}, Case{SrcType::f16, h.data() + 1},
+                      Case{SrcType::bf16, h.data() + 1}}) {
                     for (WeightType type : kFloatTypes) {
                         const std::string target = target_name(t);
                         CAPTURE(target);
@@ -422,7 +434,8 @@ TEST_CASE("float pack_panel equals the scalar conversions on every target") {
                         CAPTURE(int(c.st));
                         const std::string type_name = weight_type_name(type);
                         CAPTURE(type_name);
-                        const std::vector<uint8_t> expect = ref_float_panel(type, c.st, c.data, ld, rows, k);
+                        const std::vector<uint8_t> expect =
+                            ref_float_panel(type, c.st, c.data, ld, rows, k);
                         std::vector<std::byte> dst(expect.size() + 2, std::byte{0x5a});
                         kt.pack_panel(type, c.st, c.data, ld, rows, k, dst.data() + 2);
                         CHECK(std::memcmp(dst.data() + 2, expect.data(), expect.size()) == 0);

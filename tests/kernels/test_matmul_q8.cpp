@@ -420,10 +420,18 @@ std::vector<float> q8_edge_rows(int rows, int k, std::mt19937& rng) {
             const float scale = std::ldexp(1.0f, expo(rng));
             for (int i = 0; i < len; ++i) {
                 switch (what) {
-                    case 0: x[i] = 0.0f; break;
-                    case 1: x[i] = (float(tie(rng)) + (coin(rng) ? 0.5f : -0.5f)) * scale; break;
-                    case 2: x[i] = normal(rng) * 1e-39f; break;  // subnormal values
-                    default: x[i] = coin(rng) && i % 7 == 0 ? 0.0f : normal(rng); break;
+                    case 0:
+                        x[i] = 0.0f;
+                        break;
+                    case 1:
+                        x[i] = (float(tie(rng)) + (coin(rng) ? 0.5f : -0.5f)) * scale;
+                        break;
+                    case 2:
+                        x[i] = normal(rng) * 1e-39f;
+                        break;  // subnormal values
+                    default:
+                        x[i] = coin(rng) && i % 7 == 0 ? 0.0f : normal(rng);
+                        break;
                 }
             }
             if (what == 1) x[std::min(len - 1, 3)] = (coin(rng) ? 127.0f : -127.0f) * scale;
@@ -462,10 +470,12 @@ TEST_CASE("q8 pack_panel equals the reference quantizer on every target") {
                     const void* data;
                     const std::vector<float>* decoded;
                 };
-                for (const Case& c : {Case{SrcType::f32, src.data(), &src}, Case{SrcType::f16, h.data(), &hf},
-                                      Case{SrcType::bf16, b.data(), &bf}}) {
+                for (const Case& c :
+                     {Case{SrcType::f32, src.data(), &src}, Case{SrcType::f16, h.data(), &hf},
+                      Case{SrcType::bf16, b.data(), &bf}}) {
                     CAPTURE(int(c.st));
-                    const std::vector<uint8_t> expect = ref_q8_panel(c.decoded->data(), ld, rows, k);
+                    const std::vector<uint8_t> expect =
+                        ref_q8_panel(c.decoded->data(), ld, rows, k);
                     // Misaligned destination, pre-filled with garbage: every byte must be written.
                     std::vector<std::byte> dst(bytes + 1, std::byte{0x5a});
                     kt.pack_panel(WeightType::q8, c.st, c.data, ld, rows, k, dst.data() + 1);
