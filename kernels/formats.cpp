@@ -40,18 +40,6 @@ size_t matmul_scratch_bytes(WeightType type, int m, int k) {
     }
 }
 
-namespace detail {
-
-float load_src(SrcType src_type, const void* src, size_t i) {
-    switch (src_type) {
-        case SrcType::f32: return static_cast<const float*>(src)[i];
-        case SrcType::f16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
-        case SrcType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    }
-    return 0.0f;
-}
-
-}  // namespace detail
 }  // namespace staticlm::kernels
 
 namespace staticlm::kernels {
