@@ -33,8 +33,10 @@ StaticKVCache::StaticKVCache(std::span<const KvLayerSpec> layers, int max_seq, K
             throw Error(ErrorKind::config,
                         "layer " + std::to_string(il) + " has no K/V heads or head_dim");
         int slots = max_seq;
-        if (ring_sliding && s.window > 0) {
-            slots = std::min(max_seq, s.window + q_max);
+        if (ring_sliding && s.window > 0) slots = std::min(max_seq, s.window + q_max);
+        // A "ring" of max_seq slots never wraps: it is full storage and must
+        // neither limit rewind nor be left out of the per-token cost.
+        if (slots < max_seq) {
             ring_keep_.push_back(slots - s.window);
         } else {
             bytes_per_token_ += 2 * size_t(s.n_kv_heads) * size_t(s.head_dim) * elem;

@@ -2,8 +2,6 @@
 // weight type and forward to formats_q8.cpp / formats_float.cpp.
 #include "kernels/formats_internal.hpp"
 
-#include <cstring>
-
 namespace staticlm::kernels {
 
 size_t packed_bytes(WeightType type, int n, int k) {
@@ -42,29 +40,6 @@ size_t matmul_scratch_bytes(WeightType type, int m, int k) {
     }
 }
 
-namespace detail {
-
-// memcpy loads: sources are views into a safetensors mapping, whose tensors
-// need not be aligned (the header length is arbitrary); typed loads were UB there.
-float load_src(SrcType src_type, const void* src, size_t i) {
-    const auto* b = static_cast<const unsigned char*>(src);
-    switch (src_type) {
-        case SrcType::f32: {
-            float f;
-            std::memcpy(&f, b + 4 * i, 4);
-            return f;
-        }
-        case SrcType::f16:
-        case SrcType::bf16: {
-            uint16_t h;
-            std::memcpy(&h, b + 2 * i, 2);
-            return src_type == SrcType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
-        }
-    }
-    return 0.0f;
-}
-
-}  // namespace detail
 }  // namespace staticlm::kernels
 
 namespace staticlm::kernels {

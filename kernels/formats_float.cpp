@@ -1,6 +1,8 @@
 // Packing of f32 / f16 / bf16 weights into the 16-row panel layouts of
-// kernels.hpp, and reading one row back (embedding lookups, tests).
-// Conversions to f16/bf16 round to nearest even (f32_to_f16 / f32_to_bf16).
+// kernels.hpp (one table().pack_panel call per panel), and reading one row
+// back (embedding lookups, tests). Conversions to f16/bf16 round to nearest
+// even (as f32_to_f16 / f32_to_bf16).
+#include <algorithm>
 #include <string>
 
 #include "kernels/formats_internal.hpp"
@@ -25,56 +27,6 @@ size_t panel_bytes(WeightType type, int k) {
     throw Error(ErrorKind::unsupported, "float_pack: weight type q8 is not a float format");
 }
 
-// Element type of the destination and how a float becomes one.
-template <WeightType kType>
-auto convert(float v) {
-    if constexpr (kType == WeightType::f32)
-        return v;
-    else if constexpr (kType == WeightType::f16)
-        return f32_to_f16(v);
-    else
-        return f32_to_bf16(v);
-}
-
-template <WeightType kType, SrcType kSrc>
-void pack_panels(const void* src, int n, int k, int p0, int p1, std::byte* dst) {
-    using T = decltype(convert<kType>(0.0f));
-    const size_t per_panel = panel_bytes(kType, k) / sizeof(T);
-    for (int p = p0; p < p1; ++p) {
-        T* out = reinterpret_cast<T*>(dst) + size_t(p) * per_panel;
-        for (int r = 0; r < kPanelRows; ++r) {
-            const int row = p * kPanelRows + r;
-            const size_t base = size_t(row) * size_t(k);
-            if constexpr (kType == WeightType::bf16) {
-                // [k_pad2/2][16][2]: pairs along k, zero pad to even k.
-                const int kp = padded_k(kType, k);
-                for (int kk = 0; kk < kp; ++kk) {
-                    const float v = row < n && kk < k ? load_src(kSrc, src, base + kk) : 0.0f;
-                    out[size_t(kk / 2) * 2 * kPanelRows + r * 2 + (kk & 1)] = convert<kType>(v);
-                }
-            } else {
-                // [k][16]
-                for (int kk = 0; kk < k; ++kk) {
-                    const float v = row < n ? load_src(kSrc, src, base + kk) : 0.0f;
-                    out[size_t(kk) * kPanelRows + r] = convert<kType>(v);
-                }
-            }
-        }
-    }
-}
-
-template <WeightType kType>
-void pack_typed(SrcType src_type, const void* src, int n, int k, int p0, int p1, std::byte* dst) {
-    switch (src_type) {
-        case SrcType::f32:
-            return pack_panels<kType, SrcType::f32>(src, n, k, p0, p1, dst);
-        case SrcType::f16:
-            return pack_panels<kType, SrcType::f16>(src, n, k, p0, p1, dst);
-        case SrcType::bf16:
-            return pack_panels<kType, SrcType::bf16>(src, n, k, p0, p1, dst);
-    }
-}
-
 }  // namespace
 
 size_t float_packed_bytes(WeightType type, int n, int k) {
@@ -91,19 +43,18 @@ void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k
         throw Error(ErrorKind::input, "float_pack: row range [" + std::to_string(n0) + ", " +
                                           std::to_string(n1) + ") of n=" + std::to_string(n) +
                                           " is not panel-aligned (16 rows)");
+    if (type == WeightType::q8)
+        throw Error(ErrorKind::unsupported, "float_pack: weight type q8 is not a float format");
     const int p0 = n0 / kPanelRows;
     const int p1 = (n1 + kPanelRows - 1) / kPanelRows;
-    switch (type) {
-        case WeightType::f32:
-            return pack_typed<WeightType::f32>(src_type, src, n, k, p0, p1, dst);
-        case WeightType::f16:
-            return pack_typed<WeightType::f16>(src_type, src, n, k, p0, p1, dst);
-        case WeightType::bf16:
-            return pack_typed<WeightType::bf16>(src_type, src, n, k, p0, p1, dst);
-        case WeightType::q8:
-            break;
+    const size_t per_panel = panel_bytes(type, k);
+    const size_t row_bytes = size_t(k) * src_elem_bytes(src_type);
+    const PackPanelFn pack = table().pack_panel;
+    for (int p = p0; p < p1; ++p) {
+        const int row0 = p * kPanelRows;
+        pack(type, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes,
+             size_t(k), std::min(kPanelRows, n - row0), k, dst + size_t(p) * per_panel);
     }
-    throw Error(ErrorKind::unsupported, "float_pack: weight type q8 is not a float format");
 }
 
 void float_unpack_row(const PackedMatrix& w, int row, float scale, float* out) {

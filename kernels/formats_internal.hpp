@@ -21,7 +21,6 @@ void float_unpack_row(const PackedMatrix& w, int row, float scale, float* out);
 // padded_k(bf16, k) uint16, rounded up to 64 bytes.
 size_t bf16_act_row_bytes(int k);
 
-// Reads element i of a source row as float.
-float load_src(SrcType src_type, const void* src, size_t i);
+inline size_t src_elem_bytes(SrcType src_type) { return src_type == SrcType::f32 ? 4 : 2; }
 
 }  // namespace staticlm::kernels::detail

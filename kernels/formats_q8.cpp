@@ -1,13 +1,12 @@
-// q8 weight packing: quantizes f32/f16/bf16 rows per group of 32 (with the
-// scalar reference quantizer, so packed weights match ref:: exactly) into the
-// 16-row panel layout documented in kernels.hpp, and reads rows back.
+// q8 weight packing: quantizes f32/f16/bf16 rows per group of 32 into the
+// 16-row panel layout documented in kernels.hpp (one table().pack_panel call
+// per panel, bit-identical to ref::quantize_row_q8), and reads rows back.
 #include <algorithm>
 #include <string>
 
 #include "include/staticlm/error.hpp"
 #include "kernels/formats_internal.hpp"
 #include "kernels/memory.hpp"
-#include "kernels/ref.hpp"
 
 namespace staticlm::kernels::detail {
 
@@ -39,33 +38,15 @@ void q8_pack(SrcType src_type, const void* src, int n, int k, int n0, int n1, st
         throw Error(ErrorKind::input, "q8_pack: row range [" + std::to_string(n0) + ", " +
                                           std::to_string(n1) + ") of " + std::to_string(n) +
                                           " rows is not panel-aligned (16 rows)");
-    const int n_groups = q8_groups(k);
     const int p0 = n0 / kPanelRows;
     const int p1 = (n1 == n) ? (n + kPanelRows - 1) / kPanelRows : n1 / kPanelRows;
-    float buf[kQ8Group];
-    int8_t q[kQ8Group];
+    const size_t panel_bytes = size_t(q8_groups(k)) * kQ8BlockBytes;
+    const size_t row_bytes = size_t(k) * src_elem_bytes(src_type);
+    const PackPanelFn pack = table().pack_panel;
     for (int p = p0; p < p1; ++p) {
-        std::byte* panel = dst + size_t(p) * size_t(n_groups) * kQ8BlockBytes;
-        for (int g = 0; g < n_groups; ++g) {
-            auto* block = reinterpret_cast<uint8_t*>(panel + size_t(g) * kQ8BlockBytes);
-            auto* scales = reinterpret_cast<float*>(block + kQ8ScaleOffset);
-            for (int r = 0; r < kPanelRows; ++r) {
-                const int row = p * kPanelRows + r;
-                const int len = std::min(kQ8Group, k - g * kQ8Group);
-                float s = 0.0f;
-                if (row < n) {
-                    const size_t base = size_t(row) * size_t(k) + size_t(g) * kQ8Group;
-                    for (int i = 0; i < len; ++i) buf[i] = load_src(src_type, src, base + size_t(i));
-                    ref::quantize_row_q8(buf, len, q, &s);
-                } else {
-                    for (int i = 0; i < kQ8Group; ++i) q[i] = 0;  // padding row
-                }
-                scales[r] = s;
-                // [k/4 = 8][16 rows][4]
-                for (int i = 0; i < kQ8Group; ++i)
-                    block[(i / 4) * 64 + r * 4 + (i % 4)] = uint8_t(int(q[i]) + 128);
-            }
-        }
+        const int row0 = p * kPanelRows;
+        pack(WeightType::q8, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes,
+             size_t(k), std::min(kPanelRows, n - row0), k, dst + size_t(p) * panel_bytes);
     }
 }
 

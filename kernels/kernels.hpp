@@ -169,6 +169,13 @@ using ArgmaxFn = int (*)(const float* x, int n);
 // Row conversions for the KV cache (round to nearest even).
 using ToF16Fn = void (*)(const float* x, size_t n, uint16_t* y);
 using FromF16Fn = void (*)(const uint16_t* x, size_t n, float* y);
+// Load-time packing of one panel: rows [0, rows) (rows <= kPanelRows) of a
+// source with row stride ld elements of src_type, k columns, into the panel
+// layout of `type` at dst (packed_bytes(type, kPanelRows, k) bytes, unaligned
+// is fine). Rows past `rows` are written as zero padding. q8 is bit-identical
+// to ref::quantize_row_q8; f16/bf16 round as f32_to_f16/f32_to_bf16.
+using PackPanelFn = void (*)(WeightType type, SrcType src_type, const void* src, size_t ld, int rows,
+                             int k, std::byte* dst);
 
 struct KernelTable {
     Target target = Target::generic;
@@ -188,6 +195,7 @@ struct KernelTable {
     ArgmaxFn argmax = nullptr;
     ToF16Fn to_f16 = nullptr;
     FromF16Fn from_f16 = nullptr;
+    PackPanelFn pack_panel = nullptr;
 };
 
 // The table of a target (must be supported), and the default one (best_target).

@@ -278,8 +278,8 @@ ModelConfig parse_gemma4(const json& t, const std::string& file, const std::stri
     if (act != "gelu_pytorch_tanh")
         r.fail(ErrorKind::unsupported, "hidden_activation", "= '" + act + "' is not supported (gelu_pytorch_tanh)");
     c.activation = Activation::gelu_tanh;
-    if (r.boolean("attention_k_eq_v", false))
-        r.fail(ErrorKind::unsupported, "attention_k_eq_v", "= true is not supported");
+    // attention_k_eq_v: full layers have no v_proj; V is the raw k_proj output.
+    const bool k_eq_v = r.boolean("attention_k_eq_v", false);
     if (r.boolean("enable_moe_block", false))
         r.fail(ErrorKind::unsupported, "enable_moe_block", "= true is not supported");
     if (r.boolean("attention_bias", false))
@@ -338,11 +338,9 @@ ModelConfig parse_gemma4(const json& t, const std::string& file, const std::stri
         }
     } else {
         const int ghd = int(r.integer("global_head_dim", 512, 2, kMaxDim));
-        // transformers applies num_global_key_value_heads only when attention_k_eq_v
-        // is absent or true (the latter rejected above).
-        const int gkv = t.contains("attention_k_eq_v")
-                            ? n_kv
-                            : int(r.integer("num_global_key_value_heads", n_kv, 1, kMaxHeads));
+        // transformers (5.24) applies num_global_key_value_heads only when
+        // attention_k_eq_v is true (the field defaults to false).
+        const int gkv = k_eq_v ? int(r.integer("num_global_key_value_heads", n_kv, 1, kMaxHeads)) : n_kv;
         for (int il = 0; il < c.n_layers; ++il)
             if (types[size_t(il)] == "full_attention") {
                 layer_hd[size_t(il)] = ghd;
@@ -358,6 +356,7 @@ ModelConfig parse_gemma4(const json& t, const std::string& file, const std::stri
         lc.attention = type == "sliding_attention" ? AttentionType::sliding : AttentionType::full;
         lc.n_heads = n_heads;
         lc.n_kv_heads = layer_kv[size_t(il)];
+        lc.k_eq_v = k_eq_v && lc.attention == AttentionType::full;
         lc.head_dim = layer_hd[size_t(il)];
         const std::string where = "layer " + std::to_string(il);
         if (lc.head_dim % 2) r.fail(ErrorKind::format, "head_dim", "of " + where + " must be even");

@@ -38,21 +38,35 @@ bool shape_matches(const WeightEntry& e, const TensorView& t) {
     return false;
 }
 
-// Index of the first non-finite element of src[begin, end), or -1.
-int64_t first_non_finite(SrcType st, const std::byte* src, uint64_t begin, uint64_t end) {
-    if (st == SrcType::f32) {
-        for (uint64_t i = begin; i < end; ++i) {
-            uint32_t b;
-            std::memcpy(&b, src + 4 * i, 4);
-            if ((b & 0x7f800000u) == 0x7f800000u) return int64_t(i);
+// Index of the first non-finite element (all exponent bits set) of
+// src[begin, end), or -1. Blocks are OR-reduced without an early exit, so the
+// loop vectorizes; only a block with a hit is scanned again for its index.
+template <class T, T kExpMask>
+int64_t first_non_finite_in(const std::byte* src, uint64_t begin, uint64_t end) {
+    constexpr uint64_t kBlock = 1024;
+    for (uint64_t b = begin; b < end; b += kBlock) {
+        const uint64_t e = std::min(end, b + kBlock);
+        T hit = 0;
+        for (uint64_t i = b; i < e; ++i) {
+            T v;
+            std::memcpy(&v, src + sizeof(T) * i, sizeof(T));  // tensors need not be aligned
+            hit |= T((v & kExpMask) == kExpMask);
         }
-        return -1;
+        if (!hit) continue;
+        for (uint64_t i = b; i < e; ++i) {
+            T v;
+            std::memcpy(&v, src + sizeof(T) * i, sizeof(T));
+            if ((v & kExpMask) == kExpMask) return int64_t(i);
+        }
     }
-    const uint16_t mask = st == SrcType::f16 ? 0x7c00 : 0x7f80;
-    for (uint64_t i = begin; i < end; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        if ((h & mask) == mask) return int64_t(i);
+    return -1;
+}
+
+int64_t first_non_finite(SrcType st, const std::byte* src, uint64_t begin, uint64_t end) {
+    switch (st) {
+        case SrcType::f32: return first_non_finite_in<uint32_t, 0x7f800000u>(src, begin, end);
+        case SrcType::f16: return first_non_finite_in<uint16_t, 0x7c00>(src, begin, end);
+        case SrcType::bf16: return first_non_finite_in<uint16_t, 0x7f80>(src, begin, end);
     }
     return -1;
 }
@@ -162,10 +176,19 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         const TensorView& t = *src[task.entry];
         try {
             const SrcType st = weight_src_type(t);
-            const int64_t bad = first_non_finite(st, t.data, uint64_t(task.n0) * uint64_t(e.k),
-                                                 uint64_t(task.n1) * uint64_t(e.k));
-            if (bad >= 0) throw_non_finite(t, bad);
-            kernels::pack_weights(type, st, t.data, e.n, e.k, task.n0, task.n1, e.matrix->data);
+            // Scan and pack ~128 KiB of source at a time, so that packing reads
+            // the rows from L2 right after the scan brought them in.
+            const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
+            const int step = std::max<int>(
+                kernels::kPanelRows,
+                int((size_t{128} << 10) / row_bytes) / kernels::kPanelRows * kernels::kPanelRows);
+            for (int r0 = task.n0; r0 < task.n1; r0 += step) {
+                const int r1 = std::min(task.n1, r0 + step);
+                const int64_t bad = first_non_finite(st, t.data, uint64_t(r0) * uint64_t(e.k),
+                                                     uint64_t(r1) * uint64_t(e.k));
+                if (bad >= 0) throw_non_finite(t, bad);
+                kernels::pack_weights(type, st, t.data, e.n, e.k, r0, r1, e.matrix->data);
+            }
             const uint64_t now = done.fetch_add(uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype)) +
                                  uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
 #if STATICLM_OPENMP

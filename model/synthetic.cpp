@@ -27,13 +27,27 @@ uint64_t splitmix64(uint64_t x) {
 
 // Row `row` of entry `entry`: uniform in ±sqrt(3)/sqrt(k) (std 1/sqrt(fan_in)),
 // a pure function of (seed, entry, row, col) so any thread order gives the
-// same weights.
+// same weights. Per element a counter-based 32-bit hash (a Weyl step, then
+// murmur3's finalizer) of a per-row 64-bit key: no state carried between
+// elements, so the loop vectorizes. model/ is built for baseline x86-64,
+// where SSE2 has no 32-bit vector multiply: GCC's target_clones add AVX2 and
+// AVX-512 copies, picked once at program load (integer ops and an exact
+// int→float conversion, so every copy gives the same bits).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void fill_row(uint64_t seed, size_t entry, int row, int k, float* out) {
-    const uint64_t base = splitmix64(seed ^ splitmix64((uint64_t(entry) << 32) | uint32_t(row)));
+    const uint64_t key = splitmix64(seed ^ splitmix64((uint64_t(entry) << 32) | uint32_t(row)));
+    const uint32_t lo = uint32_t(key), hi = uint32_t(key >> 32);
     const float amp = std::sqrt(3.0f / float(std::max(k, 1)));
     for (int j = 0; j < k; ++j) {
-        const uint64_t r = splitmix64(base + uint64_t(j));
-        const float u = float(r >> 40) * (1.0f / float(1 << 24));  // [0, 1)
+        uint32_t x = (lo + uint32_t(j) * 0x9e3779b9u) ^ hi;
+        x ^= x >> 16;
+        x *= 0x85ebca6bu;
+        x ^= x >> 13;
+        x *= 0xc2b2ae35u;
+        x ^= x >> 16;
+        const float u = float(int32_t(x >> 8)) * (1.0f / float(1 << 24));  // [0, 1)
         out[j] = (2.0f * u - 1.0f) * amp;
     }
 }
@@ -137,6 +151,8 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
         if (panel * n_panels != e.bytes)
             throw Error(ErrorKind::model, "packed layout of " + e.name + " is not panel-major");
     }
+    // One panel of rows at a time: the f32 rows ([16][k], at most 512 KiB)
+    // are packed while still in L2, and each arena page is written once.
 #pragma omp parallel num_threads(n_threads)
     {
         std::vector<float> buf;
@@ -144,13 +160,15 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
         for (long ti = 0; ti < n_tasks; ++ti) {
             const Task& task = tasks[size_t(ti)];
             const WeightEntry& e = plan[task.entry];
-            const int rows = task.n1 - task.n0;
-            buf.resize(size_t(rows) * size_t(e.k));
-            for (int r = 0; r < rows; ++r)
-                fill_row(seed, task.entry, task.n0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
+            buf.resize(size_t(kernels::kPanelRows) * size_t(e.k));
             const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
-            std::byte* dst = e.matrix->data ? e.matrix->data + size_t(task.n0 / kernels::kPanelRows) * panel : nullptr;
-            kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
+            for (int p0 = task.n0; p0 < task.n1; p0 += kernels::kPanelRows) {
+                const int rows = std::min(kernels::kPanelRows, task.n1 - p0);
+                for (int r = 0; r < rows; ++r)
+                    fill_row(seed, task.entry, p0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
+                std::byte* dst = e.matrix->data + size_t(p0 / kernels::kPanelRows) * panel;
+                kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
+            }
         }
     }
     detail::finish_weights(model->weights_, separate_lm_head);

@@ -11,10 +11,6 @@
 
 namespace staticlm {
 
-// Loads the tokenizer of a model directory: tokenizer.model (SentencePiece)
-// unless absent or prefer_json, else tokenizer.json. Throws Error naming the file.
-std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir,
-                                          bool prefer_json = false);
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file,
                                               const std::filesystem::path& tokenizer_config);
 // Throws Error(input) naming `what` and the byte offset of the first invalid

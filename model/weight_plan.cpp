@@ -57,7 +57,7 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
         add_matrix(p, lp + "self_attn.q_proj.weight", q_dim, H, &lw.q);
         if (owns_kv) {
             add_matrix(p, lp + "self_attn.k_proj.weight", kv_dim, H, &lw.k);
-            add_matrix(p, lp + "self_attn.v_proj.weight", kv_dim, H, &lw.v);
+            if (!lc.k_eq_v) add_matrix(p, lp + "self_attn.v_proj.weight", kv_dim, H, &lw.v);
         }
         add_matrix(p, lp + "self_attn.o_proj.weight", H, q_dim, &lw.o);
         if (lc.qk_norm) {

@@ -58,13 +58,22 @@ std::string user_turn(ChatFormat f, std::string_view content) {
     return {};
 }
 
-std::string generation_prompt(ChatFormat f) {
+// What opens an assistant turn of the history.
+std::string assistant_header(ChatFormat f) {
     switch (f) {
         case ChatFormat::llama3: return llama3_header("assistant");
         case ChatFormat::gemma4: return "<|turn>model\n";
         case ChatFormat::plain: return "";
     }
     return {};
+}
+
+// What add_generation_prompt appends. Gemma 4 (thinking off, the template's
+// default) opens the model turn with an empty thought channel; history turns
+// are rendered without it (the template strips thinking from them).
+std::string generation_prompt(ChatFormat f) {
+    if (f == ChatFormat::gemma4) return assistant_header(f) + "<|channel>thought\n<channel|>";
+    return assistant_header(f);
 }
 
 // What closes an assistant turn, and what follows its end-of-turn token.
@@ -124,7 +133,7 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
             if (f == ChatFormat::plain && i > first) out += "\n";
             out += user_turn(f, m.content);
         } else if (m.role == "assistant") {
-            out += generation_prompt(f) + std::string(f == ChatFormat::plain ? m.content : trim(m.content)) +
+            out += assistant_header(f) + std::string(f == ChatFormat::plain ? m.content : trim(m.content)) +
                    end_of_turn(f) + after_turn(f);
             if (f == ChatFormat::plain) out.pop_back();  // the "\n" comes with the next user turn
         } else {

@@ -108,6 +108,7 @@ struct Session::Impl {
     int pos = 0;
     int high_water = 0;  // highest position written + 1 (rewind limit of rings)
     int threads = 1;
+    DumpSink dump;  // set_dump(); empty by default
 
     void validate(std::span<const int> tokens, int P) const {
         if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
@@ -141,6 +142,7 @@ struct Session::Impl {
             a.t = t;
             a.pos0 = P + done;
             a.n_threads = threads;
+            a.dump = dump;
             const bool last = s + 1 == n_steps;
             a.logits = sink ? ForwardArgs::Logits::all
                             : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
@@ -153,7 +155,9 @@ struct Session::Impl {
             done += t;
         }
         pos = P + done;
-        high_water = std::max(high_water, pos);
+        // From position 0 every slot before pos was just rewritten: older
+        // writes no longer limit rewind.
+        high_water = P == 0 ? pos : std::max(high_water, pos);
         return last_logits;
     }
 };
@@ -210,11 +214,20 @@ void Session::rewind(int n) {
     if (n < 0 || n > limit)
         throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
                                           std::to_string(impl_->pos) + ", at most " +
-                                          std::to_string(limit) + " can be rewound");
+                                          std::to_string(limit) + " can be rewound" +
+                                          (limit < impl_->pos
+                                               ? " (the ring caches of sliding layers hold only "
+                                                 "window + Q_max positions)"
+                                               : ""));
     impl_->pos -= n;
 }
 
-void Session::reset() { impl_->pos = 0; }
+void Session::reset() {
+    impl_->pos = 0;
+    impl_->high_water = 0;
+}
+
+void Session::set_dump(DumpFn fn, void* ctx) { impl_->dump = DumpSink{fn, fn ? ctx : nullptr}; }
 
 int Session::pos() const { return impl_->pos; }
 int Session::max_seq() const { return impl_->options.max_seq; }

@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs the kernel benchmark lab: machine
-# ceilings first, then every kernel at real model shapes with its ratio to
-# them, then a headline summary. Arguments go to bench_kernels, e.g.
-#   bash tools/bench.sh --threads 1 --benchmark_filter='matmul/q8'
-#   bash tools/bench.sh --quick          # small subset, seconds
-#   bash tools/bench.sh --ceilings-only
+# Sets everything up, builds, and runs the main job: `staticlm bench`, which
+# builds a synthetic Llama-3.2-1B (q8, deterministic random weights of the real
+# shapes), measures prefill (pp512) and decode (tg128), and prints tok/s with
+# the ratio to this machine's ceilings measured in the same run.
+# Arguments go to `staticlm bench`, e.g.
+#   bash tools/bench.sh --synthetic gemma-4-e2b --threads 1 --json
+#   bash tools/bench.sh --model DIR --weights f16
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 if [[ ! -f build/build.ninja ]]; then meson setup build --buildtype=release >/dev/null; fi
-# A build dir configured before libbenchmark-dev was installed has no bench target.
-if ! ninja -C build -t targets all 2>/dev/null | grep -q '^bench/bench_kernels:'; then
-    meson setup --reconfigure build >/dev/null
-fi
-ninja -C build bench/bench_kernels >/dev/null
-# 0.2 s per benchmark keeps the full run to a few minutes; a later
-# --benchmark_min_time on the command line wins.
-exec build/bench/bench_kernels --benchmark_min_time=0.2 "$@"
+ninja -C build tools/staticlm >/dev/null
+exec build/tools/staticlm bench "$@"

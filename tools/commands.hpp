@@ -23,5 +23,8 @@ SessionOptions session_options_from_args(const Args& a);
 GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens);
 
 int cmd_bench(const Args& a);
+// verify / perplexity parse their own flags (common flags plus their own).
+int cmd_verify(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 }  // namespace staticlm::cli

@@ -1,5 +1,5 @@
 // The staticlm command line: generate, chat, info, tokenize (and the measuring
-// tools of tools/measure.cpp). Uses only the public headers. Exit codes: 0 ok,
+// tools of tools/measure_cmd.cpp). Uses only the public headers. Exit codes: 0 ok,
 // 1 runtime error (one line on stderr), 2 usage error.
 #include <unistd.h>
 
@@ -30,6 +30,10 @@ constexpr const char* kUsage =
     "  info      --model DIR | --synthetic NAME\n"
     "  tokenize  --model DIR [--add-special] TEXT\n"
     "  bench     [--model DIR | --synthetic NAME] [--pp N] [--tg N] [--reps R] [--json]\n"
+    "  verify    --model DIR --reference FILE [--max-peir PCT] [--min-top1 F] [--min-greedy F]\n"
+    "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
+    "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"
+    "  perplexity --model DIR --file F [--ctx N]\n"
     "common flags: --weights q8|f16|bf16|f32  --kv f16|f32  --threads N  --max-seq K\n"
     "  --prefill-buckets LIST  --append-buckets LIST  --temp T  --top-k K  --top-p P\n"
     "  --min-p P  --repeat-penalty R  --seed S  --stop TEXT\n";
@@ -99,9 +103,10 @@ int cmd_chat(const Args& a) {
 }
 
 int cmd_tokenize(const Args& a) {
-    auto model = load_model_from_args(a);
-    const Tokenizer* tok = model_tokenizer(*model);
-    if (!tok) throw Error(ErrorKind::config, "tokenize needs a model with a tokenizer");
+    // Only the tokenizer files are read: a directory with just tokenizer.json works.
+    if (!a.has("model")) throw UsageError("--model DIR is required");
+    const std::unique_ptr<Tokenizer> owned = load_tokenizer(a.str("model"), a.has("prefer-json"));
+    const Tokenizer* tok = owned.get();
     std::string text;
     for (size_t i = 0; i < a.positional().size(); ++i) text += (i ? " " : "") + a.positional()[i];
     const std::vector<int> ids = tok->encode(text, a.has("add-special"));
@@ -157,6 +162,8 @@ int run(int argc, char** argv) {
         std::fputs(kUsage, stdout);
         return 0;
     }
+    if (cmd == "verify") return cmd_verify(argc, argv);
+    if (cmd == "perplexity") return cmd_perplexity(argc, argv);
     const Args a(argc, argv, 2, common_flags(), common_switches());
     if (cmd == "generate") return cmd_generate(a);
     if (cmd == "chat") return cmd_chat(a);

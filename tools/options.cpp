@@ -18,7 +18,7 @@ const std::vector<std::string>& common_flags() {
 }
 
 const std::vector<std::string>& common_switches() {
-    static const std::vector<std::string> s = {"echo", "add-special", "json", "ring"};
+    static const std::vector<std::string> s = {"echo", "add-special", "json", "ring", "prefer-json"};
     return s;
 }
 

@@ -40,6 +40,12 @@ struct LogitsSink {
     explicit operator bool() const { return fn != nullptr; }
 };
 
+// Receives every named intermediate of the forward pass (names in
+// model/graph.cpp): rows x cols floats, rows ld floats apart; layer -1 for
+// model-level tensors. For `staticlm verify --dump`; slows every call.
+using DumpFn = void (*)(void* ctx, const char* name, int layer, const float* data, int rows,
+                        int cols, size_t ld);
+
 class Session {
 public:
     Session(std::shared_ptr<const Model> model, const SessionOptions& options);
@@ -58,6 +64,8 @@ public:
     // Forgets the last n tokens (0 <= n <= pos(); ring caches: see max_rewind()).
     void rewind(int n);
     void reset();
+    // Sets (fn != nullptr) or clears the dump callback used by later calls.
+    void set_dump(DumpFn fn, void* ctx);
 
     int pos() const;
     int max_seq() const;

@@ -54,4 +54,10 @@ private:
     std::string out_;
 };
 
+// Loads the tokenizer of a model directory: tokenizer.model (SentencePiece)
+// unless absent or prefer_json, else tokenizer.json (+ tokenizer_config.json).
+// Throws Error naming the file.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir,
+                                          bool prefer_json = false);
+
 }  // namespace staticlm

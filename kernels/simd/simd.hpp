@@ -42,6 +42,10 @@ int argmax(const float* x, int n);
 void to_f16(const float* x, size_t n, uint16_t* y);
 void from_f16(const uint16_t* x, size_t n, float* y);
 
+// pack.cpp
+void pack_panel(WeightType type, SrcType src_type, const void* src, size_t ld, int rows, int k,
+                std::byte* dst);
+
 void fill_table(KernelTable& table, const CpuFeatures& cpu);
 
 }  // namespace staticlm::kernels::STATICLM_NS

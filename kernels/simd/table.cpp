@@ -21,6 +21,7 @@ void fill_table(KernelTable& t, const CpuFeatures& cpu) {
     t.argmax = argmax;
     t.to_f16 = to_f16;
     t.from_f16 = from_f16;
+    t.pack_panel = pack_panel;
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -325,3 +325,123 @@ TEST_CASE("float matmul matches the reference across cache tiles and threads") {
             for (const Shape& s : shapes)
                 for (int threads : {1, 2, 3}) check_shape(c, type, s.m, s.n, s.k, threads, seed++);
 }
+
+namespace {
+
+// Raw bits of a source element, its value as the scalar conversions decode it,
+// and the panel element the scalar conversions make of it (a same-type
+// source is copied bit for bit).
+uint32_t src_bits(SrcType st, const void* src, size_t i) {
+    if (st == SrcType::f32) {
+        uint32_t b;
+        std::memcpy(&b, static_cast<const float*>(src) + i, 4);
+        return b;
+    }
+    return static_cast<const uint16_t*>(src)[i];
+}
+
+uint32_t expected_element(WeightType type, SrcType st, uint32_t bits) {
+    if ((type == WeightType::f16 && st == SrcType::f16) ||
+        (type == WeightType::bf16 && st == SrcType::bf16))
+        return bits;
+    float v;
+    if (st == SrcType::f32)
+        std::memcpy(&v, &bits, 4);
+    else
+        v = st == SrcType::f16 ? f16_to_f32(uint16_t(bits)) : bf16_to_f32(uint16_t(bits));
+    if (type == WeightType::f16) return f32_to_f16(v);
+    if (type == WeightType::bf16) return f32_to_bf16(v);
+    uint32_t out;
+    std::memcpy(&out, &v, 4);
+    return out;
+}
+
+// One panel in the documented layout, element by element with the scalar conversions.
+std::vector<uint8_t> ref_float_panel(WeightType type, SrcType st, const void* src, size_t ld,
+                                     int rows, int k) {
+    const int kp = padded_k(type, k);
+    // One panel without the 64-byte rounding packed_bytes adds at the end of a matrix.
+    std::vector<uint8_t> out(size_t(kp) * 16 * (type == WeightType::f32 ? 4 : 2), 0);
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < kp; ++c) {
+            const uint32_t e =
+                r < rows && c < k
+                    ? expected_element(type, st, src_bits(st, src, size_t(r) * ld + size_t(c)))
+                    : 0;
+            if (type == WeightType::f32) {
+                std::memcpy(out.data() + (size_t(c) * 16 + size_t(r)) * 4, &e, 4);
+            } else {
+                const uint16_t h = uint16_t(e);
+                const size_t idx = type == WeightType::f16
+                                       ? size_t(c) * 16 + size_t(r)
+                                       : size_t(c / 2) * 32 + size_t(r) * 2 + size_t(c & 1);
+                std::memcpy(out.data() + idx * 2, &h, 2);
+            }
+        }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("float pack_panel equals the scalar conversions on every target") {
+    std::mt19937 rng(31);
+    std::uniform_int_distribution<uint32_t> bits32;
+    std::uniform_int_distribution<int> bits16(0, 0xffff), kind(0, 3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (Target t : compiled_targets()) {
+        if (!target_supported(t)) continue;
+        const KernelTable& kt = table_for(t);
+        REQUIRE(bool(kt.pack_panel));
+        for (int k : {1, 2, 7, 16, 17, 255, 256, 257, 513}) {
+            for (int rows : {0, 1, 9, 16}) {
+                const size_t ld = size_t(k) + size_t(rows % 2);
+                const size_t count = size_t(std::max(rows, 1)) * ld;
+                // f32 sources: normal values, f16/bf16 rounding ties and overflow, subnormals,
+                // inf and NaN; 16-bit sources: every bit pattern (NaNs, subnormals, infs).
+                std::vector<float> f(count);
+                for (float& x : f) {
+                    switch (kind(rng)) {
+                        case 0:
+                            x = normal(rng);
+                            break;
+                        case 1:
+                            x = normal(rng) * 70000.0f;
+                            break;
+                        case 2:
+                            x = normal(rng) * 1e-6f;
+                            break;  // f16 subnormal range
+                        default: {
+                            const uint32_t b = bits32(rng);
+                            std::memcpy(&x, &b, 4);
+                        }
+                    }
+                }
+                std::vector<uint16_t> h(count + 1);
+                for (uint16_t& x : h) x = uint16_t(bits16(rng));
+                struct Case {
+                    SrcType st;
+                    const void* data;
+                };
+                // The 16-bit source starts at an odd element: misaligned rows.
+                for (const Case& c :
+                     {Case{SrcType::f32, f.data()}, Case{SrcType::f16, h.data() + 1},
+                      Case{SrcType::bf16, h.data() + 1}}) {
+                    for (WeightType type : kFloatTypes) {
+                        const std::string target = target_name(t);
+                        CAPTURE(target);
+                        CAPTURE(k);
+                        CAPTURE(rows);
+                        CAPTURE(int(c.st));
+                        const std::string type_name = weight_type_name(type);
+                        CAPTURE(type_name);
+                        const std::vector<uint8_t> expect =
+                            ref_float_panel(type, c.st, c.data, ld, rows, k);
+                        std::vector<std::byte> dst(expect.size() + 2, std::byte{0x5a});
+                        kt.pack_panel(type, c.st, c.data, ld, rows, k, dst.data() + 2);
+                        CHECK(std::memcmp(dst.data() + 2, expect.data(), expect.size()) == 0);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -377,5 +378,130 @@ TEST_CASE("q8 matmul matches the reference on random data on every target") {
                         check_matmul(table_for(t), m, n, k, threads, false, rng);
         check_matmul(table_for(t), 70, 130, 300, 2, false, rng);  // both thread splits, tails
         check_matmul(table_for(t), 40, 16, 64, 2, false, rng);    // one panel: rows split
+    }
+}
+
+namespace {
+
+// The q8 panel bytes the reference gives for rows [0, rows) of src (row stride
+// ld, already decoded to floats): ref::quantize_row_q8 per row, then the
+// documented [groups][8][16 rows][4] + scale[16] layout.
+std::vector<uint8_t> ref_q8_panel(const float* src, size_t ld, int rows, int k) {
+    const int kp = k_pad_of(k), n_groups = kp / kQ8Group;
+    std::vector<uint8_t> out(size_t(n_groups) * 576, 0);
+    std::vector<int8_t> q(static_cast<size_t>(kp));
+    std::vector<float> s(static_cast<size_t>(n_groups));
+    for (int r = 0; r < 16; ++r) {
+        std::fill(q.begin(), q.end(), int8_t(0));
+        std::fill(s.begin(), s.end(), 0.0f);
+        if (r < rows) ref::quantize_row_q8(src + size_t(r) * ld, k, q.data(), s.data());
+        for (int g = 0; g < n_groups; ++g) {
+            uint8_t* blk = out.data() + size_t(g) * 576;
+            std::memcpy(blk + 512 + 4 * r, &s[size_t(g)], 4);
+            for (int i = 0; i < 32; ++i)
+                blk[(i / 4) * 64 + r * 4 + i % 4] = uint8_t(int(q[size_t(g * 32 + i)]) + 128);
+        }
+    }
+    return out;
+}
+
+// Rows that exercise the rounding: exact ties (±(j + 0.5)·scale with scale a
+// power of two), all-zero groups, single zeros, tiny (subnormal-scale) groups
+// and plain random values.
+std::vector<float> q8_edge_rows(int rows, int k, std::mt19937& rng) {
+    std::vector<float> v(size_t(rows) * size_t(k));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> kind(0, 4), tie(-126, 126), expo(-6, 3), coin(0, 1);
+    for (int r = 0; r < rows; ++r)
+        for (int g0 = 0; g0 < k; g0 += kQ8Group) {
+            const int len = std::min(kQ8Group, k - g0);
+            float* x = v.data() + size_t(r) * size_t(k) + size_t(g0);
+            const int what = kind(rng);
+            const float scale = std::ldexp(1.0f, expo(rng));
+            for (int i = 0; i < len; ++i) {
+                switch (what) {
+                    case 0:
+                        x[i] = 0.0f;
+                        break;
+                    case 1:
+                        x[i] = (float(tie(rng)) + (coin(rng) ? 0.5f : -0.5f)) * scale;
+                        break;
+                    case 2:
+                        x[i] = normal(rng) * 1e-39f;
+                        break;  // subnormal values
+                    default:
+                        x[i] = coin(rng) && i % 7 == 0 ? 0.0f : normal(rng);
+                        break;
+                }
+            }
+            if (what == 1) x[std::min(len - 1, 3)] = (coin(rng) ? 127.0f : -127.0f) * scale;
+        }
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("q8 pack_panel equals the reference quantizer on every target") {
+    std::mt19937 rng(23);
+    for (Target t : runnable_targets()) {
+        const KernelTable& kt = table_for(t);
+        REQUIRE(bool(kt.pack_panel));
+        for (int k : {1, 5, 31, 32, 33, 64, 255, 256, 257, 600}) {
+            for (int rows : {0, 1, 7, 15, 16}) {
+                const std::string target = target_name(t);
+                CAPTURE(target);
+                CAPTURE(k);
+                CAPTURE(rows);
+                const size_t ld = size_t(k) + size_t(rows % 3);  // row stride > k too
+                std::vector<float> src = q8_edge_rows(std::max(rows, 1), int(ld), rng);
+                const int n_groups = k_pad_of(k) / kQ8Group;
+                const size_t bytes = size_t(n_groups) * 576;
+                // Sources decoded the way the packer decodes them.
+                std::vector<uint16_t> h(src.size()), b(src.size());
+                std::vector<float> hf(src.size()), bf(src.size());
+                for (size_t i = 0; i < src.size(); ++i) {
+                    h[i] = f32_to_f16(src[i]);
+                    hf[i] = f16_to_f32(h[i]);
+                    b[i] = f32_to_bf16(src[i]);
+                    bf[i] = bf16_to_f32(b[i]);
+                }
+                struct Case {
+                    SrcType st;
+                    const void* data;
+                    const std::vector<float>* decoded;
+                };
+                for (const Case& c :
+                     {Case{SrcType::f32, src.data(), &src}, Case{SrcType::f16, h.data(), &hf},
+                      Case{SrcType::bf16, b.data(), &bf}}) {
+                    CAPTURE(int(c.st));
+                    const std::vector<uint8_t> expect =
+                        ref_q8_panel(c.decoded->data(), ld, rows, k);
+                    // Misaligned destination, pre-filled with garbage: every byte must be written.
+                    std::vector<std::byte> dst(bytes + 1, std::byte{0x5a});
+                    kt.pack_panel(WeightType::q8, c.st, c.data, ld, rows, k, dst.data() + 1);
+                    CHECK(std::memcmp(dst.data() + 1, expect.data(), bytes) == 0);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("q8 pack_panel: misaligned f32 source, inf and NaN as the reference") {
+    std::mt19937 rng(29);
+    for (Target t : runnable_targets()) {
+        const std::string target = target_name(t);
+        CAPTURE(target);
+        const int k = 100, rows = 16;
+        std::vector<float> storage(size_t(rows) * k + 1);
+        float* src = storage.data() + 1;  // 4-byte but not 64-byte aligned
+        const std::vector<float> v = random_values(size_t(rows) * k, rng);
+        std::copy(v.begin(), v.end(), src);
+        src[3] = INFINITY;
+        src[k + 40] = -INFINITY;
+        src[2 * k + 70] = NAN;
+        const std::vector<uint8_t> expect = ref_q8_panel(src, size_t(k), rows, k);
+        std::vector<std::byte> dst(expect.size());
+        table_for(t).pack_panel(WeightType::q8, SrcType::f32, src, size_t(k), rows, k, dst.data());
+        CHECK(std::memcmp(dst.data(), expect.data(), expect.size()) == 0);
     }
 }

@@ -255,8 +255,12 @@ TEST_CASE("config: Gemma 4 errors") {
     expect_error([] { parse_model_config(replace(replace(kGemmaSmall, "\"num_kv_shared_layers\": 2", "\"num_kv_shared_layers\": 5"),
                                                  "\"per_layer_config\"", "\"x\""), "config.json"); },
                  ErrorKind::format, {"num_kv_shared_layers"});
-    expect_error([] { parse_model_config(replace(kGemmaSmall, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"), "config.json"); },
-                 ErrorKind::unsupported, {"attention_k_eq_v"});
+    {
+        // attention_k_eq_v: full layers take V from k_proj; sliding layers keep v_proj.
+        const ModelConfig c = parse_model_config(
+            replace(kGemmaSmall, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"), "config.json");
+        for (const LayerConfig& l : c.layers) CHECK(l.k_eq_v == (l.attention == AttentionType::full));
+    }
     expect_error([] { parse_model_config(replace(kGemmaSmall, "\"rope_type\": \"proportional\"", "\"rope_type\": \"yarn\""), "config.json"); },
                  ErrorKind::unsupported, {"config.json", "yarn"});
     expect_error([] { parse_model_config(replace(kGemmaSmall, "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "config.json"); },
@@ -268,6 +272,82 @@ TEST_CASE("config: Gemma 4 errors") {
     expect_error([] { parse_model_config(R"({"architectures": ["Gemma4ForConditionalGeneration"]})", "config.json"); },
                  ErrorKind::format, {"config.json", "text_config"});
     expect_error([] { builtin_config("gpt-5"); }, ErrorKind::config, {"gpt-5", "tiny-llama"});
+}
+
+TEST_CASE("config: more bad Gemma 4 configs are clear errors") {
+    auto parse = [](const std::string& text) { return parse_model_config(text, "config.json"); };
+    auto with = [](const std::string& from, const std::string& to) { return replace(kGemmaSmall, from, to); };
+    const std::string shared2 = "\"num_kv_shared_layers\": 2";
+    // KV sharing: negative, all layers, every layer but one.
+    expect_error([&] { parse(with(shared2, "\"num_kv_shared_layers\": -1")); }, ErrorKind::format,
+                 {"config.json", "num_kv_shared_layers", "-1"});
+    expect_error([&] { parse(with(shared2, "\"num_kv_shared_layers\": 7")); }, ErrorKind::format,
+                 {"num_kv_shared_layers", "= 7", "num_hidden_layers = 6"});
+    expect_error([&] { parse(with(shared2, "\"num_kv_shared_layers\": 5")); }, ErrorKind::format,
+                 {"num_kv_shared_layers", "full_attention", "layer 1"});
+    // layer_types: wrong length either way, not a list, not strings, unknown type.
+    expect_error([&] { parse(with("\"sliding_attention\", \"full_attention\"]", "\"sliding_attention\", \"full_attention\", \"full_attention\"]")); },
+                 ErrorKind::format, {"layer_types", "7 entries", "num_hidden_layers = 6"});
+    expect_error([&] { parse(with("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 4")); }, ErrorKind::format,
+                 {"layer_types", "6 entries", "num_hidden_layers = 4"});
+    expect_error([&] { parse(with("\"layer_types\": [", "\"layer_types\": \"sliding_attention\", \"x\": [")); },
+                 ErrorKind::format, {"layer_types", "must be a list"});
+    expect_error([&] { parse(with("[\"sliding_attention\", \"full_attention\", \"sliding", "[1, \"full_attention\", \"sliding")); },
+                 ErrorKind::format, {"layer_types", "strings"});
+    expect_error([&] { parse(with("\"sliding_attention\", \"full_attention\"]", "\"global\", \"full_attention\"]")); },
+                 ErrorKind::unsupported, {"layer_types", "[4]", "global"});
+    // RoPE: unknown types on either layer type, bad factors, wrong shapes.
+    expect_error([&] { parse(with("\"rope_type\": \"default\"", "\"rope_type\": \"linear\"")); }, ErrorKind::unsupported,
+                 {"config.json", "linear", "sliding_attention", "default, proportional"});
+    expect_error([&] { parse(with("\"rope_type\": \"proportional\"", "\"rope_type\": \"llama3\"")); }, ErrorKind::unsupported,
+                 {"llama3", "full_attention"});
+    expect_error([&] { parse(with("\"rope_type\": \"default\"", "\"rope_type\": \"default\", \"partial_rotary_factor\": 0.5")); },
+                 ErrorKind::unsupported, {"sliding_attention", "partial_rotary_factor"});
+    expect_error([&] { parse(with("\"partial_rotary_factor\": 0.25", "\"partial_rotary_factor\": 1.5")); }, ErrorKind::format,
+                 {"rope_parameters.full_attention.partial_rotary_factor", "(0, 1]"});
+    expect_error([&] { parse(with("\"partial_rotary_factor\": 0.25", "\"partial_rotary_factor\": 0")); }, ErrorKind::format,
+                 {"partial_rotary_factor"});
+    expect_error([&] { parse(with("\"rope_theta\": 10000.0", "\"rope_theta\": -1")); }, ErrorKind::format,
+                 {"rope_parameters.sliding_attention.rope_theta"});
+    expect_error([&] { parse(with("\"rope_parameters\": {", "\"rope_parameters\": 5, \"x\": {")); }, ErrorKind::format,
+                 {"rope_parameters", "object"});
+    // Window, per-layer overrides, feature switches, scalars.
+    expect_error([&] { parse(with("\"sliding_window\": 4", "\"sliding_window\": 0")); }, ErrorKind::format,
+                 {"config.json", "sliding_window"});
+    expect_error([&] { parse(with("\"per_layer_config\": {\"1\"", "\"per_layer_config\": {\"9\"")); }, ErrorKind::format,
+                 {"per_layer_config", "'9'", "layer index"});
+    expect_error([&] { parse(with("{\"head_dim\": 32}, \"3\"", "{\"intermediate_size\": 32}, \"3\"")); }, ErrorKind::unsupported,
+                 {"per_layer_config.1.intermediate_size"});
+    expect_error([&] { parse(with("{\"head_dim\": 32}, \"3\"", "{\"head_dim\": 33}, \"3\"")); }, ErrorKind::format,
+                 {"head_dim", "layer 1", "even"});
+    // Layer 5 reads layer 3's K/V but would have a different KV head count.
+    expect_error([&] { parse(with("\"5\": {\"head_dim\": 32}", "\"5\": {\"head_dim\": 32, \"num_key_value_heads\": 1}")); },
+                 ErrorKind::format, {"layer 5", "layer 3", "head shape"});
+    expect_error([&] { parse(with("\"use_double_wide_mlp\": true", "\"use_double_wide_mlp\": \"yes\"")); }, ErrorKind::format,
+                 {"use_double_wide_mlp", "true or false"});
+    expect_error([&] { parse(with("\"attention_k_eq_v\": false", "\"attention_k_eq_v\": false, \"enable_moe_block\": true")); },
+                 ErrorKind::unsupported, {"enable_moe_block"});
+    expect_error([&] { parse(with("\"attention_k_eq_v\": false", "\"attention_k_eq_v\": false, \"hidden_activation\": \"silu\"")); },
+                 ErrorKind::unsupported, {"hidden_activation", "silu"});
+    expect_error([&] { parse(with("\"attention_k_eq_v\": false", "\"attention_k_eq_v\": false, \"attention_bias\": true")); },
+                 ErrorKind::unsupported, {"attention_bias"});
+    expect_error([&] { parse(with("\"final_logit_softcapping\": 30.0", "\"final_logit_softcapping\": -1.0")); }, ErrorKind::format,
+                 {"final_logit_softcapping"});
+    expect_error([&] { parse(with("\"rms_norm_eps\": 1e-06", "\"rms_norm_eps\": 0")); }, ErrorKind::format,
+                 {"rms_norm_eps"});
+    // The released form (global_head_dim, num_global_key_value_heads) has its own checks.
+    const std::string released = with("\"per_layer_config\": {\"1\": {\"head_dim\": 32}, \"3\": {\"head_dim\": 32}, \"5\": {\"head_dim\": 32}}",
+                                      "\"global_head_dim\": 32");
+    CHECK(parse(released).layers[5].head_dim == 32);
+    expect_error([&] { parse(replace(released, "\"global_head_dim\": 32", "\"global_head_dim\": 31")); }, ErrorKind::format,
+                 {"head_dim", "even"});
+    expect_error([&] { parse(replace(replace(released, "\"attention_k_eq_v\": false", "\"attention_k_eq_v\": true"),
+                                     "\"global_head_dim\": 32", "\"global_head_dim\": 32, \"num_global_key_value_heads\": 3")); },
+                 ErrorKind::format, {"num_attention_heads", "3 KV heads"});
+    // A sliding last layer is forced to full attention, as transformers does.
+    const ModelConfig forced = parse(with("\"sliding_attention\", \"full_attention\"]", "\"sliding_attention\", \"sliding_attention\"]"));
+    CHECK(forced.layers[5].attention == AttentionType::full);
+    CHECK(forced.layers[5].window == 0);
 }
 
 TEST_CASE("config: read_model_config with generation and tokenizer configs") {

@@ -84,7 +84,13 @@ double worst_peir(const std::vector<float>& a, const std::vector<float>& ref, in
     return worst;
 }
 
+// f32 caches hold the K/V exactly as computed, so only float reordering
+// differs between splits (PEIR <= 1e-5). An f16 cache rounds K/V once more, and
+// a value that lands within reordering noise of an f16 rounding boundary can
+// go either way: one half-ulp step (5e-4 relative) in one element, so the f16
+// cache is held to 1e-4.
 void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvType kv, int T) {
+    const double budget = kv == KvType::f32 ? 1e-5 : 1e-4;
     auto model = load(dir, w);
     const int V = model->config().vocab;
     const std::vector<int> ids = sequence(T, V, 7);
@@ -98,8 +104,9 @@ void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvTy
     };
     for (const Split& sp : splits) {
         const double peir = worst_peir(run_split(model, ids, sp, kv), ref, V);
-        MESSAGE(dir.filename().string(), " ", weight_type_name(w), " kv ", kv_type_name(kv), " [", sp.name, "] worst PEIR ", peir);
-        CHECK(peir <= 1e-5);
+        MESSAGE(dir.filename().string(), " ", std::string(weight_type_name(w)), " kv ",
+                std::string(kv_type_name(kv)), " [", std::string(sp.name), "] worst PEIR ", peir);
+        CHECK(peir <= budget);
     }
 }
 
@@ -112,7 +119,8 @@ TEST_CASE("split invariance: any prefill/append/decode split gives the same logi
     check_split_invariance(test::fixtures_dir() / "llama-tied", WeightType::f32, KvType::f16, 40);
     if (test::have_shared_data("stories260K split invariance"))
         for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8})
-            check_split_invariance(test::shared_data() / "stories260K-hf", w, KvType::f16, 48);
+            for (KvType kv : {KvType::f32, KvType::f16})
+                check_split_invariance(test::shared_data() / "stories260K-hf", w, kv, 48);
 }
 
 TEST_CASE("errors leave the session unchanged") {

@@ -47,6 +47,16 @@ check "tokenize" test "$("$bin" tokenize --model "$model" "Once upon a time")" =
 check "tokenize --add-special" \
     test "$("$bin" tokenize --model "$model" --add-special "Once upon a time")" = "1 403 407 261 378"
 
+# tokenize reads only the tokenizer files: tokenizer.json (byte-level BPE,
+# metaspace BPE) and tokenizer.model directories work; ids as the HF
+# tokenizers / sentencepiece libraries give them.
+check "tokenize llama3 tokenizer.json" \
+    test "$("$bin" tokenize --model "$data/llama3-tokenizer" "Hello world")" = "9906 1917"
+check "tokenize gemma3 tokenizer.json with BOS" \
+    test "$("$bin" tokenize --model "$data/gemma3-tokenizer" --add-special "Hello world")" = "2 9259 1902"
+check "tokenize llama2 tokenizer.model" \
+    test "$("$bin" tokenize --model "$data/llama2-tokenizer" "Hello world")" = "15043 3186"
+
 "$bin" generate --model "$model" --bogus 1 >/dev/null 2>"$tmp/usage.txt"
 check "unknown flag exits 2" test $? -eq 2
 "$bin" generate --model "$tmp/no-such-dir" --prompt hi >/dev/null 2>"$tmp/err1.txt"

@@ -1,0 +1,66 @@
+// UTF-8 and Unicode helpers for the tokenizer.json pipeline: strict UTF-8
+// decoding with U+FFFD for invalid input, the L/N/whitespace classes the
+// pre-tokenizer regexes use, and hand-written splitters for the two regexes
+// staticlm supports (Llama 3 and GPT-2), equivalent to Oniguruma's matching.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace staticlm::tokjson {
+
+struct CodepointRange {
+    uint32_t first, last;  // inclusive
+};
+extern const CodepointRange kLetterRanges[];
+extern const size_t kLetterRanges_count;
+extern const CodepointRange kNumberRanges[];
+extern const size_t kNumberRanges_count;
+
+// The classes a regex like [^\s\p{L}\p{N}] needs. \s is Oniguruma's Unicode
+// \s (White_Space: U+0009..000D, 0020, 0085, Zs, Zl, Zp); kNewline (\r, \n)
+// is part of \s but kept apart because the Llama 3 regex names it.
+enum class CharClass : uint8_t { kOther, kLetter, kNumber, kSpace, kNewline };
+
+CharClass char_class(uint32_t cp);
+bool is_letter(uint32_t cp);
+bool is_number(uint32_t cp);
+bool is_space(uint32_t cp);
+
+// Appends the UTF-8 encoding of `cp` to `out`.
+void append_utf8(std::string& out, uint32_t cp);
+
+// Replaces every maximal invalid subpart of `text` with U+FFFD (the rule of
+// Python's bytes.decode("utf-8", "replace") and Rust's from_utf8_lossy).
+// Returns true and leaves `out` untouched when `text` is already valid.
+bool sanitize_utf8(std::string_view text, std::string& out);
+
+// Length of the longest prefix of `bytes` that does not end inside a UTF-8
+// sequence that could still be completed by more bytes.
+size_t complete_utf8_prefix(std::string_view bytes);
+
+// Decodes well-formed UTF-8 (as produced by sanitize_utf8) into code points and
+// their byte offsets; offsets has one more entry (the end).
+void decode_utf8(std::string_view text, std::vector<uint32_t>& cps, std::vector<uint32_t>& offsets);
+
+enum class SplitRegex { kLlama3, kGpt2 };
+
+// Recognizes the regex text of a Split / ByteLevel pre-tokenizer; false when
+// it is not one staticlm implements.
+bool known_split_regex(std::string_view pattern, SplitRegex& which);
+
+// The byte ranges [begin, end) of `text` matched by the regex, in order. Every
+// byte of `text` is covered by exactly one match (both regexes match any
+// character), so Isolated splitting is just these ranges.
+// Scratch vectors are reused between calls.
+struct SplitScratch {
+    std::vector<uint32_t> cps, offsets;
+    std::vector<CharClass> classes;
+};
+void split_regex(SplitRegex which, std::string_view text, SplitScratch& scratch,
+                 std::vector<std::pair<uint32_t, uint32_t>>& matches);
+
+}  // namespace staticlm::tokjson
