@@ -1,28 +1,30 @@
 #!/usr/bin/env bash
-# Sets everything up and runs every test: installs Debian packages, builds the
-# release configuration and runs `meson test`, then builds build-asan (ASan +
-# UBSan, gcc) and runs the 'fast' suite there (tests/meson.build says which
-# tests; the full set under ASan is too slow for CI). Ends with meson's summaries.
+# Sets everything up and runs every test: installs Debian packages, builds
+# build-asan (ASan + UBSan, gcc) and runs the 'fast' suite there (the full set
+# under ASan is too slow for CI; tests/meson.build says which tests), then
+# builds the release configuration and runs every test with `meson test`.
+# Ends with meson's summary of the release run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-if [[ ! -f build/build.ninja ]]; then meson setup build --buildtype=release >/dev/null; fi
-ninja -C build >/dev/null
 set +e
-meson test -C build --print-errorlogs --num-processes 2 2>&1 | grep -v '^Full log written'
-rc=${PIPESTATUS[0]}
 
 # Sanitizer pass: any ASan/UBSan report fails its test (halt_on_error).
 start=$SECONDS
 if [[ ! -f build-asan/build.ninja ]]; then
     meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined \
-        -Db_lundef=false >/dev/null
+        -Db_lundef=false >/dev/null || exit 1
 fi
-# meson test builds only what the selected tests need (not the benchmarks or the CLI).
 ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --suite fast --print-errorlogs --num-processes 2 2>&1 |
     grep -v '^Full log written'
 asan_rc=${PIPESTATUS[0]}
 echo "sanitizer pass (build-asan, suite fast): $((SECONDS - start)) s, rc=$asan_rc"
+echo
+
+if [[ ! -f build/build.ninja ]]; then meson setup build --buildtype=release >/dev/null || exit 1; fi
+ninja -C build >/dev/null || exit 1
+meson test -C build --print-errorlogs --num-processes 2 2>&1 | grep -v '^Full log written'
+rc=${PIPESTATUS[0]}
 [[ $rc -eq 0 ]] && rc=$asan_rc
 exit "$rc"
