@@ -287,6 +287,28 @@ TEST_CASE("attention decode over a long context (split across threads)") {
         }
 }
 
+TEST_CASE("attention decode: lane blocks, register chunks, tile and ring edges") {
+    // One query row: every lane of a kv head sees the same keys, the path that
+    // takes lanes in blocks of 8/4/2/1 and head_dim in register chunks. Group
+    // sizes 3, 6, 7, 16 split into mixed blocks; d 48 and 80 leave chunk
+    // remainders, d 8 a partial vector on AVX-512; positions 255/256/300 end,
+    // start and cross key tiles (256 keys for d ≤ 64, 128 for 128, 64 above).
+    struct Heads {
+        int n_heads, n_kv;
+    };
+    const Heads heads[] = {{6, 2}, {7, 1}, {16, 1}, {12, 4}};
+    int n = 0;
+    for (KvType type : {KvType::f16, KvType::f32})
+        for (int d : {8, 48, 64, 80, 128, 256})
+            for (Heads hd : heads)
+                for (int pos0 : {63, 64, 255, 256, 300})
+                    for (int window : {0, 100}) {
+                        if (n++ % 3 != 0 && !(d == 64 || d == 256)) continue;  // keep the run short
+                        run_case({type, d, hd.n_heads, hd.n_kv, 1, pos0, window,
+                                  1.0f / std::sqrt(float(d))});
+                    }
+}
+
 TEST_CASE("attention rejects bad shapes and too small ring caches") {
     std::vector<float> q(64, 0.0f), kv(64, 0.0f), out(64, 0.0f);
     AttentionArgs a;
