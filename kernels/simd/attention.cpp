@@ -369,12 +369,12 @@ void pv_tile(float* acc, int d_pad, const float* p, int stile, const float* corr
             a[h][c] = Vec::load_unaligned(acc + size_t(h) * d_pad + e0 + c * kW) * cv;
     }
     const T* vr = v + e0;
+    // One V chunk live at a time: converting all NC first spilled on AVX2 (NG 1, NC 8).
     for (int j = 0; j < nk; ++j, vr += d) {
-        Vec vv[NC];
-        for (int c = 0; c < NC; ++c) vv[c] = kPart ? load_kv_part(vr, d - e0) : load_kv(vr + c * kW);
-        for (int h = 0; h < NG; ++h) {
-            const Vec pj(p[size_t(h) * stile + j]);
-            for (int c = 0; c < NC; ++c) a[h][c] = xsimd::fma(pj, vv[c], a[h][c]);
+        for (int c = 0; c < NC; ++c) {
+            const Vec vv = kPart ? load_kv_part(vr, d - e0) : load_kv(vr + c * kW);
+            for (int h = 0; h < NG; ++h)
+                a[h][c] = xsimd::fma(Vec(p[size_t(h) * stile + j]), vv, a[h][c]);
         }
     }
     for (int h = 0; h < NG; ++h)
