@@ -29,12 +29,14 @@ constexpr int attn_padded_dim(int head_dim) {
 constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <= 128 ? 32 : 16; }
 
 // Keys per tile of the shared-range path (decode: every lane of the item sees
-// the same keys). Its per-tile cost is one max/exp/rescale per lane, so the
-// tile is long; it is bounded so that the tile's V rows (read once per block
-// of output registers, see pv_tile) stay in L1/L2: 256 × 64, 128 × 128, 64 × 256+.
-constexpr int attn_shared_tile_keys(int head_dim) {
-    return attn_padded_dim(head_dim) <= 64 ? 256 : attn_padded_dim(head_dim) <= 128 ? 128 : 64;
-}
+// the same keys). The same as the staged path's, on purpose: with the same
+// tile boundaries (both start at the lane's first visible key) the two paths
+// do the same fp32 operations in the same order for a lane, so a row's output
+// does not depend on whether it was prefilled or decoded (the runtime's split
+// invariance; with q8 activations and an f16 cache a last-bit difference can
+// flip a rounding and show as PEIR ~4e-3). Longer tiles (256 keys for d64,
+// 64 for d256) were not measurably faster on the loaded test machine.
+constexpr int attn_shared_tile_keys(int head_dim) { return attn_tile_keys(head_dim); }
 
 // Per-thread scratch, each part 64-byte aligned (offsets in floats):
 //   kt   [tile][d_pad]   K tile converted to fp32

@@ -1,6 +1,8 @@
 // Attention of a block of query rows over a static (full or ring) KV cache,
-// compiled once per target. Tiles of keys are converted to fp32 once per work
-// item (one kv head × up to 16 query lanes) and the softmax is online.
+// compiled once per target. Work item: one kv head × up to 16 query lanes.
+// Prefill blocks stage tiles of keys as fp32 once per item; decode (all lanes
+// see the same keys) converts each K/V row once straight into the dot products
+// and register-held outputs of all lanes. The softmax is online.
 // Numerical contract: fp32 throughout. q is multiplied by scale first (one
 // fp32 rounding); scores are fp32 FMA dot products (per vector lane, then a
 // pairwise horizontal sum); per tile the running max m, sum l and output
@@ -329,9 +331,9 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // entries nk .. round_up(nk, kW) are left stale. With prefetch_v the tile's V
 // rows are prefetched meanwhile: when pv_tile needs several passes over a row
 // (one per block of output registers), it reads in strides of a row, which the
-// hardware prefetchers do not follow (measured: d512 1.9× the read time with,
-// 2.3–4× without); with one pass the prefetches only compete with K
-// (d64: 1.1× read time without, 2× with).
+// hardware prefetchers do not follow (measured with 64-key tiles: d512 1.9×
+// the read time with, 2.3–4× without); with one pass the prefetches only
+// compete with K (d64, 256-key tiles: 1.1× read time without, 2× with).
 template <int NH, class T>
 void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk, float* s,
                 int stile, float* red, bool prefetch_v) {
