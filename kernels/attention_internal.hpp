@@ -35,7 +35,8 @@ constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <=
 // does not depend on whether it was prefilled or decoded (the runtime's split
 // invariance; with q8 activations and an f16 cache a last-bit difference can
 // flip a rounding and show as PEIR ~4e-3). Longer tiles (256 keys for d64,
-// 64 for d256) were not measurably faster on the loaded test machine.
+// 64 for d256) looked up to ~10% faster for d64 decode, within this machine's
+// run-to-run noise; exactness across splits is worth more.
 constexpr int attn_shared_tile_keys(int head_dim) { return attn_tile_keys(head_dim); }
 
 // Per-thread scratch, each part 64-byte aligned (offsets in floats):
