@@ -28,6 +28,17 @@ constexpr int attn_padded_dim(int head_dim) {
 // heads 16 keys keep the fp32 K and V tiles (2 × 16 × 512 × 4 = 64 KiB) near L1.
 constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <= 128 ? 32 : 16; }
 
+// Keys per tile of the shared-range path (decode: every lane of the item sees
+// the same keys). The same as the staged path's, on purpose: with the same
+// tile boundaries (both start at the lane's first visible key) the two paths
+// do the same fp32 operations in the same order for a lane, so a row's output
+// does not depend on whether it was prefilled or decoded (the runtime's split
+// invariance; with q8 activations and an f16 cache a last-bit difference can
+// flip a rounding and show as PEIR ~4e-3). Longer tiles (256 keys for d64,
+// 64 for d256) looked up to ~10% faster for d64 decode, within this machine's
+// run-to-run noise; exactness across splits is worth more.
+constexpr int attn_shared_tile_keys(int head_dim) { return attn_tile_keys(head_dim); }
+
 // Per-thread scratch, each part 64-byte aligned (offsets in floats):
 //   kt   [tile][d_pad]   K tile converted to fp32
 //   vt   [tile][d_pad]   V tile converted to fp32
@@ -35,8 +46,10 @@ constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <=
 //   acc  [lanes][d_pad]  unnormalised output (running Σ p·v)
 //   pt   [lanes][tile]   probabilities of the current tile
 //   ml   [lanes][2]      running max and running sum
+//   ps   [lanes][stile]  scores, then probabilities, of a shared-range tile
+//   red  [8][16][16]     per-key partial dot products before the horizontal sum
 struct AttnScratchLayout {
-    size_t kt = 0, vt = 0, qs = 0, acc = 0, pt = 0, ml = 0;
+    size_t kt = 0, vt = 0, qs = 0, acc = 0, pt = 0, ml = 0, ps = 0, red = 0;
     size_t floats = 0;  // per thread, a multiple of 16
 };
 
@@ -53,7 +66,9 @@ constexpr AttnScratchLayout attn_scratch_layout(int head_dim) {
     s.acc = s.qs + attn_round16(lanes * d);
     s.pt = s.acc + attn_round16(lanes * d);
     s.ml = s.pt + attn_round16(lanes * tile);
-    s.floats = s.ml + attn_round16(lanes * 2);
+    s.ps = s.ml + attn_round16(lanes * 2);
+    s.red = s.ps + attn_round16(lanes * size_t(attn_shared_tile_keys(head_dim)));
+    s.floats = s.red + attn_round16(8 * 16 * 16);
     return s;
 }
 

@@ -1,6 +1,8 @@
 // Attention of a block of query rows over a static (full or ring) KV cache,
-// compiled once per target. Tiles of keys are converted to fp32 once per work
-// item (one kv head × up to 16 query lanes) and the softmax is online.
+// compiled once per target. Work item: one kv head × up to 16 query lanes.
+// Prefill blocks stage tiles of keys as fp32 once per item; decode (all lanes
+// see the same keys) converts each K/V row once straight into the dot products
+// and register-held outputs of all lanes. The softmax is online.
 // Numerical contract: fp32 throughout. q is multiplied by scale first (one
 // fp32 rounding); scores are fp32 FMA dot products (per vector lane, then a
 // pairwise horizontal sum); per tile the running max m, sum l and output
@@ -152,6 +154,7 @@ struct Ctx {
     int n_items = 0;
     int d_pad = 0;
     int tile = 0;
+    int stile = 0;  // keys per tile of the shared-range path
     detail::AttnScratchLayout lay;
     float* scratch = nullptr;  // [n_threads][lay.floats]
 
@@ -257,6 +260,244 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
     }
 }
 
+// ---- Shared key range (decode): every lane of the item sees the same keys. ----
+// Nothing is staged: each K row is converted once and dotted with all the
+// lanes' queries, each V row chunk is converted once and accumulated into all
+// the lanes' outputs held in registers, and the max/exp/rescale runs once per
+// lane per attn_shared_tile_keys keys.
+
+// Output registers of one pv_tile call: AVX-512 has 32 registers (16 kept for
+// V chunks and broadcasts), AVX2/SSE 16 (8 kept). NG heads × NC chunks ≤ this,
+// and ≥ 8 independent FMA chains cover the FMA latency (4) × 2 pipes.
+constexpr int kAccRegs = kW == 16 ? 16 : 8;
+// Most lanes one score/pv block serves (8 accumulators + K chunk + q fit AVX2).
+constexpr int kMaxBlockHeads = 8;
+
+inline Vec load_kv(const float* p) { return Vec::load_unaligned(p); }
+inline Vec load_kv(const uint16_t* p) {
+#if defined(__AVX512F__)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif defined(__F16C__)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+    alignas(64) float tmp[kW];
+    for (int i = 0; i < kW; ++i) tmp[i] = f16_to_f32(p[i]);
+    return Vec::load_aligned(tmp);
+#endif
+}
+inline float to_f32(float x) { return x; }
+inline float to_f32(uint16_t x) { return f16_to_f32(x); }
+// The first n < kW elements, zero filled: a row's tail when head_dim % kW != 0
+// (never read past the row: the last row may end the cache).
+template <class T>
+inline Vec load_kv_part(const T* p, int n) {
+    alignas(64) float tmp[kW] = {};
+    for (int i = 0; i < n; ++i) tmp[i] = to_f32(p[i]);
+    return Vec::load_aligned(tmp);
+}
+
+// Partial dot products of NH lanes with KJ consecutive keys (rows d apart),
+// one vector per (lane, key), stored to red[h][jj + key]: KJ keys share each
+// q load and give NH·KJ independent FMA chains.
+template <int NH, int KJ, class T>
+inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red, int jj) {
+    const int d_full = d / kW * kW;
+    Vec acc[KJ][NH];
+    for (int j = 0; j < KJ; ++j)
+        for (int h = 0; h < NH; ++h) acc[j][h] = Vec(0.0f);
+    int e = 0;
+    for (; e < d_full; e += kW) {
+        Vec kv[KJ];
+        for (int j = 0; j < KJ; ++j) kv[j] = load_kv(k + size_t(j) * size_t(d) + e);
+        for (int h = 0; h < NH; ++h) {
+            const Vec qv = Vec::load_unaligned(q + size_t(h) * d_pad + e);
+            for (int j = 0; j < KJ; ++j) acc[j][h] = xsimd::fma(qv, kv[j], acc[j][h]);
+        }
+    }
+    if (e < d) {
+        for (int j = 0; j < KJ; ++j) {
+            const Vec kv = load_kv_part(k + size_t(j) * size_t(d) + e, d - e);
+            for (int h = 0; h < NH; ++h)
+                acc[j][h] = xsimd::fma(Vec::load_unaligned(q + size_t(h) * d_pad + e), kv, acc[j][h]);
+        }
+    }
+    for (int j = 0; j < KJ; ++j)
+        for (int h = 0; h < NH; ++h) acc[j][h].store_unaligned(red + (h * kW + jj + j) * kW);
+}
+
+// s[h][j] = q_h · k_j for NH lanes and keys j < nk of a tile (rows d apart).
+// q: [NH][d_pad] scaled queries (stride d_pad); s: [NH][stile]; red: [NH][kW][kW].
+// Partial sums are parked in red and every kW keys reduced by hsum_rows;
+// entries nk .. round_up(nk, kW) are left stale. With prefetch_v the tile's V
+// rows are prefetched meanwhile: when pv_tile needs several passes over a row
+// (one per block of output registers), it reads in strides of a row, which the
+// hardware prefetchers do not follow (measured with 64-key tiles: d512 1.9×
+// the read time with, 2.3–4× without); with one pass the prefetches only
+// compete with K (d64, 256-key tiles: 1.1× read time without, 2× with).
+template <int NH, class T>
+void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk, float* s,
+                int stile, float* red, bool prefetch_v) {
+    constexpr int kKeys = std::min(4, kAccRegs / NH);
+    const size_t row_bytes = size_t(d) * sizeof(T);
+    for (int j0 = 0; j0 < nk; j0 += kW) {
+        const int nj = std::min(kW, nk - j0);
+        const char* vb = reinterpret_cast<const char*>(v + size_t(j0) * size_t(d));
+        if (prefetch_v)
+            for (size_t b = 0; b < size_t(nj) * row_bytes; b += 64) __builtin_prefetch(vb + b, 0, 3);
+        const T* kr = k + size_t(j0) * size_t(d);
+        int jj = 0;
+        for (; jj + kKeys <= nj; jj += kKeys)
+            score_keys<NH, kKeys>(q, d_pad, kr + size_t(jj) * size_t(d), d, red, jj);
+        for (; jj < nj; ++jj) score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * size_t(d), d, red, jj);
+        for (int h = 0; h < NH; ++h) {
+            Vec rows[kW];
+            for (int i = 0; i < kW; ++i) rows[i] = Vec::load_unaligned(red + (h * kW + i) * kW);
+            hsum_rows(rows, s + size_t(h) * stile + j0);
+        }
+    }
+}
+
+// acc[h][e0 .. e0 + NC·kW) = corr[h] · acc[h][..] + Σ_{j < nk} p[h][j] · v_j[..] for
+// NG lanes: V chunks converted once, NG × NC accumulators in registers.
+// acc: [NG][d_pad]; p: [NG][stile]; v rows d apart; kPart: one chunk of the
+// row's last d - e0 < kW elements.
+template <int NG, int NC, bool kPart, class T>
+void pv_tile(float* acc, int d_pad, const float* p, int stile, const float* corr, const T* v,
+             int d, int nk, int e0) {
+    Vec a[NG][NC];
+    for (int h = 0; h < NG; ++h) {
+        const Vec cv(corr[h]);
+        for (int c = 0; c < NC; ++c)
+            a[h][c] = Vec::load_unaligned(acc + size_t(h) * d_pad + e0 + c * kW) * cv;
+    }
+    const T* vr = v + e0;
+    // One V chunk live at a time: converting all NC first spilled on AVX2 (NG 1, NC 8).
+    for (int j = 0; j < nk; ++j, vr += d) {
+        for (int c = 0; c < NC; ++c) {
+            const Vec vv = kPart ? load_kv_part(vr, d - e0) : load_kv(vr + c * kW);
+            for (int h = 0; h < NG; ++h)
+                a[h][c] = xsimd::fma(Vec(p[size_t(h) * stile + j]), vv, a[h][c]);
+        }
+    }
+    for (int h = 0; h < NG; ++h)
+        for (int c = 0; c < NC; ++c) a[h][c].store_unaligned(acc + size_t(h) * d_pad + e0 + c * kW);
+}
+
+// pv_tile over all of head_dim for NG lanes: chunks of kAccRegs / NG vectors,
+// then the remainder by powers of two, then a partial chunk.
+template <int NG, int NC, class T>
+void pv_rest(float* acc, int d_pad, const float* p, int stile, const float* corr, const T* v,
+             int d, int nk, int& e0, int rest) {
+    if constexpr (NC >= 1) {
+        if (rest & NC) {
+            pv_tile<NG, NC, false>(acc, d_pad, p, stile, corr, v, d, nk, e0);
+            e0 += NC * kW;
+        }
+        pv_rest<NG, NC / 2>(acc, d_pad, p, stile, corr, v, d, nk, e0, rest);
+    }
+}
+
+template <int NG, class T>
+void pv_heads(float* acc, int d_pad, const float* p, int stile, const float* corr, const T* v,
+              int d, int nk) {
+    constexpr int kNC = kAccRegs / NG;
+    const int n_full = d / kW;
+    int e0 = 0;
+    for (; e0 + kNC * kW <= n_full * kW; e0 += kNC * kW)
+        pv_tile<NG, kNC, false>(acc, d_pad, p, stile, corr, v, d, nk, e0);
+    pv_rest<NG, kNC / 2>(acc, d_pad, p, stile, corr, v, d, nk, e0, n_full - e0 / kW);
+    if (e0 < d) pv_tile<NG, 1, true>(acc, d_pad, p, stile, corr, v, d, nk, e0);
+}
+
+// Lanes are taken in blocks of 8, 4, 2, 1 (fixed register counts per block).
+template <class Fn>
+void for_lane_blocks(int n, Fn&& fn) {
+    for (int h0 = 0; h0 < n;) {
+        const int left = n - h0;
+        const int nh = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+        fn(h0, nh);
+        h0 += nh;
+    }
+}
+
+template <class T>
+void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
+    static_assert(kMaxBlockHeads == 8, "for_lane_blocks takes blocks of at most 8 lanes");
+    const AttentionArgs& a = *c.a;
+    const int d = a.head_dim, d_pad = c.d_pad, stile = c.stile, n = it.n;
+    const T* kc = static_cast<const T*>(a.k) + size_t(it.g) * size_t(a.n_slots) * size_t(d);
+    const T* vc = static_cast<const T*>(a.v) + size_t(it.g) * size_t(a.n_slots) * size_t(d);
+    const float* qs = ts + c.lay.qs;  // [lanes][d_pad]
+    float* acc = ts + c.lay.acc;      // [lanes][d_pad]
+    float* ps = ts + c.lay.ps;        // [lanes][stile]
+    float* red = ts + c.lay.red;      // [8][kW][kW]
+    float* ml = ts + c.lay.ml;        // [lanes][2]
+    float corr[kAttnMaxLanes];
+    // Passes of pv_tile over each V row for the widest lane block (see score_tile).
+    const int widest = std::min(n, kMaxBlockHeads);
+    const int chunk = kAccRegs / (widest >= 8 ? 8 : widest >= 4 ? 4 : widest >= 2 ? 2 : 1) * kW;
+    const bool prefetch_v = d > chunk;
+    for (int kb = kbeg; kb < kend;) {
+        // A tile never wraps around the ring, so its rows are contiguous.
+        const int slot = kb % a.n_slots;
+        const int nk = std::min({stile, kend - kb, a.n_slots - slot});
+        const T* kt = kc + size_t(slot) * size_t(d);
+        const T* vt = vc + size_t(slot) * size_t(d);
+        for_lane_blocks(n, [&](int h0, int nh) {
+            const float* q = qs + size_t(h0) * d_pad;
+            float* s = ps + size_t(h0) * stile;
+            switch (nh) {
+                case 8: score_tile<8>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
+                case 4: score_tile<4>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
+                case 2: score_tile<2>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
+                default: score_tile<1>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
+            }
+        });
+        const int nv = (nk + kW - 1) / kW;
+        for (int r = 0; r < n; ++r) {
+            float* s = ps + size_t(r) * stile;
+            for (int j = nk; j < nv * kW; ++j) s[j] = kNegInf;
+            Vec mx = Vec::load_unaligned(s);
+            for (int v = 1; v < nv; ++v) mx = xsimd::max(mx, Vec::load_unaligned(s + v * kW));
+            float& m = ml[2 * r];
+            float& l = ml[2 * r + 1];
+            const float m_new = std::max(m, hmax(mx));  // finite: key kb is visible
+            const Vec mv(m_new);
+            Vec sum(0.0f);
+            for (int v = 0; v < nv; ++v) {
+                const Vec e = xsimd::exp(Vec::load_unaligned(s + v * kW) - mv);
+                e.store_unaligned(s + v * kW);
+                sum += e;
+            }
+            corr[r] = std::exp(m - m_new);  // 0 for the first tile (m = -inf)
+            l = l * corr[r] + xsimd::hadd(sum);
+            m = m_new;
+        }
+        for_lane_blocks(n, [&](int h0, int nh) {
+            float* o = acc + size_t(h0) * d_pad;
+            const float* p = ps + size_t(h0) * stile;
+            switch (nh) {
+                case 8: pv_heads<8>(o, d_pad, p, stile, corr + h0, vt, d, nk); break;
+                case 4: pv_heads<4>(o, d_pad, p, stile, corr + h0, vt, d, nk); break;
+                case 2: pv_heads<2>(o, d_pad, p, stile, corr + h0, vt, d, nk); break;
+                default: pv_heads<1>(o, d_pad, p, stile, corr + h0, vt, d, nk); break;
+            }
+        });
+        kb += nk;
+    }
+}
+
+// Runs the item's lanes over cache positions [kbeg, kend).
+void process_item(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
+    const bool shared = it.lo[0] == it.lo[it.n - 1] && it.hi[0] == it.hi[it.n - 1];
+    if (!shared)
+        process_keys(c, it, ts, kbeg, kend);
+    else if (c.a->kv_type == KvType::f16)
+        process_shared<uint16_t>(c, it, ts, kbeg, kend);
+    else
+        process_shared<float>(c, it, ts, kbeg, kend);
+}
+
 void write_out(const Ctx& c, const Item& it, const float* ts) {
     const AttentionArgs& a = *c.a;
     const int d = a.head_dim;
@@ -302,7 +543,7 @@ void run(const Ctx& c, int nt, int tid) {
             float* ts = c.thread_scratch(tid);
             const Item it = make_item(c, idx);
             init_lanes(c, it, ts);
-            process_keys(c, it, ts, it.lo[0], it.hi[it.n - 1] + 1);
+            process_item(c, it, ts, it.lo[0], it.hi[it.n - 1] + 1);
             write_out(c, it, ts);
         }
         return;
@@ -319,7 +560,7 @@ void run(const Ctx& c, int nt, int tid) {
         const int kbeg = it.lo[0], kend = it.hi[it.n - 1] + 1;
         const int per = ((kend - kbeg + n_split - 1) / n_split + c.tile - 1) / c.tile * c.tile;
         const int b = std::min(kend, kbeg + part * per), e = std::min(kend, b + per);
-        if (b < e) process_keys(c, it, ts, b, e);
+        if (b < e) process_item(c, it, ts, b, e);
     }
 #pragma omp barrier
     const int total = c.n_items * kAttnMaxLanes;
@@ -343,6 +584,7 @@ void attention(const AttentionArgs& args, std::byte* scratch, int n_threads) {
     c.n_items = args.n_kv_heads * c.chunks;
     c.d_pad = detail::attn_padded_dim(args.head_dim);
     c.tile = detail::attn_tile_keys(args.head_dim);
+    c.stile = detail::attn_shared_tile_keys(args.head_dim);
     c.lay = detail::attn_scratch_layout(args.head_dim);
     c.scratch = reinterpret_cast<float*>(scratch);
 #if STATICLM_OPENMP

@@ -287,6 +287,65 @@ TEST_CASE("attention decode over a long context (split across threads)") {
         }
 }
 
+TEST_CASE("attention decode: lane blocks, register chunks, tile and ring edges") {
+    // One query row: every lane of a kv head sees the same keys, the path that
+    // takes lanes in blocks of 8/4/2/1 and head_dim in register chunks. Group
+    // sizes 3, 6, 7, 16 split into mixed blocks; d 48 and 80 leave chunk
+    // remainders, d 8 a partial vector on AVX-512; positions 63/64/255/256/300
+    // end, start and cross key tiles (32 keys for d <= 128, 16 above).
+    struct Heads {
+        int n_heads, n_kv;
+    };
+    const Heads heads[] = {{6, 2}, {7, 1}, {16, 1}, {12, 4}};
+    int n = 0;
+    for (KvType type : {KvType::f16, KvType::f32})
+        for (int d : {8, 48, 64, 80, 128, 256})
+            for (Heads hd : heads)
+                for (int pos0 : {63, 64, 255, 256, 300})
+                    for (int window : {0, 100}) {
+                        if (n++ % 3 != 0 && !(d == 64 || d == 256)) continue;  // keep the run short
+                        run_case({type, d, hd.n_heads, hd.n_kv, 1, pos0, window,
+                                  1.0f / std::sqrt(float(d))});
+                    }
+}
+
+TEST_CASE("attention: a decoded row equals the same row of a prefill block, bit for bit") {
+    // The runtime's split invariance needs this: decode (one row, all lanes of
+    // a kv head share the keys) and prefill take different code paths but the
+    // same tiles and the same fp32 operations per lane. One thread: a decode
+    // with fewer kv heads than threads splits the keys and merges.
+    struct Shape {
+        int d, n_heads, n_kv;
+    };
+    for (KvType type : {KvType::f16, KvType::f32})
+        for (Shape sh : {Shape{64, 32, 8}, Shape{256, 8, 1}, Shape{80, 6, 2}, Shape{8, 3, 1}})
+            for (int last : {40, 300}) {
+                const int t = 8;
+                const Cache k(type, 0, sh.n_kv, last + 1, sh.d, last), v(type, 1, sh.n_kv, last + 1, sh.d, last);
+                Case block{type, sh.d, sh.n_heads, sh.n_kv, t, last - t + 1, 0, 1.0f / std::sqrt(float(sh.d))};
+                Case one = block;
+                one.t = 1;
+                one.pos0 = last;
+                Block qb = make_queries(block), ob(t, sh.n_heads, sh.d, 0.0f);
+                Block q1(1, sh.n_heads, sh.d, 0.0f), o1(1, sh.n_heads, sh.d, 0.0f);
+                const size_t row = size_t(sh.n_heads) * sh.d;
+                for (size_t e = 0; e < row; ++e) q1.data()[e] = qb.data()[size_t(t - 1) * qb.ld + e];
+                const AttentionArgs ab = make_args(block, qb, k, v, last + 1, ob);
+                const AttentionArgs a1 = make_args(one, q1, k, v, last + 1, o1);
+                for (Target target : runnable_targets()) {
+                    std::vector<std::byte> sb(attention_scratch_bytes(t, sh.n_heads, sh.d, 1));
+                    std::vector<std::byte> s1(attention_scratch_bytes(1, sh.n_heads, sh.d, 1));
+                    table_for(target).attention(ab, sb.data(), 1);
+                    table_for(target).attention(a1, s1.data(), 1);
+                    int differ = 0;
+                    for (size_t e = 0; e < row; ++e)
+                        differ += o1.data()[e] != ob.data()[size_t(t - 1) * ob.ld + e];
+                    CHECK_MESSAGE(differ == 0, target_name(target), " ", describe(one, last + 1), ": ",
+                                  differ, " elements differ");
+                }
+            }
+}
+
 TEST_CASE("attention rejects bad shapes and too small ring caches") {
     std::vector<float> q(64, 0.0f), kv(64, 0.0f), out(64, 0.0f);
     AttentionArgs a;
