@@ -489,7 +489,12 @@ void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend)
 
 // Runs the item's lanes over cache positions [kbeg, kend).
 void process_item(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
-    const bool shared = it.lo[0] == it.lo[it.n - 1] && it.hi[0] == it.hi[it.n - 1];
+    // The shared-range path tiles keys from position 0 like prefill items do,
+    // so decode and prefill give identical rows under full attention. Sliding
+    // windows start their tiles at each row's window start (prefill) and wrap
+    // in ring caches: they keep the staged path, which matches prefill exactly.
+    const bool shared = c.a->window <= 0 && it.lo[0] == it.lo[it.n - 1] &&
+                        it.hi[0] == it.hi[it.n - 1];
     if (!shared)
         process_keys(c, it, ts, kbeg, kend);
     else if (c.a->kv_type == KvType::f16)
