@@ -36,7 +36,7 @@ namespace {
 
 const fs::path kFixture = fixtures_dir() / "llama-tied";  // vocab 256, hidden 64, 2 layers
 // stories260K's SentencePiece model (vocab 512), kept in the repo as a fuzz seed.
-const fs::path kSpModel = source_dir() / "fuzz" / "corpus" / "sentencepiece" / "stories260K.model";
+const fs::path kSpModel = source_dir() / "tests" / "fixtures" / "sp" / "tiny_bpe.model";
 
 std::string read_bytes(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
