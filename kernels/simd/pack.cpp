@@ -5,6 +5,7 @@
 // round half away from zero, clamp to ±127); f16 / bf16 round to nearest even
 // exactly as f32_to_f16 / f32_to_bf16 (NaN included); f16 → f32 is exact.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,7 +67,17 @@ void f16_to_f32_row(const uint16_t* x, int n, float* y) {
     for (; i < n; ++i) y[i] = f16_to_f32(x[i]);
 }
 
+// Checkpoint tensors may start at any byte (safetensors offsets are not
+// aligned): the element loads below need element alignment, so a misaligned
+// row (n <= kTile) is first copied to an aligned buffer.
+bool misaligned(const void* p, size_t elem) { return reinterpret_cast<uintptr_t>(p) % elem != 0; }
+
 void src_to_f32_row(SrcType st, const void* src, int n, float* y) {
+    alignas(64) uint16_t staged[kTile];
+    if (st != SrcType::f32 && misaligned(src, 2)) {
+        std::memcpy(staged, src, size_t(n) * 2);
+        src = staged;
+    }
     switch (st) {
         case SrcType::f32:
             std::memcpy(y, src, size_t(n) * 4);
@@ -245,6 +256,9 @@ void convert_row(WeightType type, SrcType st, const std::byte* src, int n, float
     const float* f = reinterpret_cast<const float*>(src);
     if (st != SrcType::f32) {
         src_to_f32_row(st, src, n, fbuf);
+        f = fbuf;
+    } else if (misaligned(src, 4)) {
+        std::memcpy(fbuf, src, size_t(n) * 4);
         f = fbuf;
     }
     if (type == WeightType::f16)
