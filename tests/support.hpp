@@ -5,7 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <initializer_list>
+#include <source_location>
 #include <string>
+
+#include "staticlm/error.hpp"
 
 namespace staticlm::test {
 
@@ -19,6 +23,24 @@ inline bool have_shared_data(const char* what) {
     MESSAGE("SKIPPED (" << what << "): " << shared_data().string()
                         << " is absent; these tests need the shared model and tokenizer files");
     return false;
+}
+
+// Runs f and checks that it throws an Error of `kind` whose message contains
+// every needle (the file, tensor, key or limit it must name).
+template <class F>
+void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> needles,
+                  std::source_location loc = std::source_location::current()) {
+    INFO("expect_error at line " << loc.line());
+    try {
+        f();
+        FAIL_CHECK("no error thrown");
+        return;
+    } catch (const Error& e) {
+        CHECK_MESSAGE(e.kind() == kind, "kind " << error_kind_name(e.kind()) << ": " << e.what());
+        for (const std::string& n : needles)
+            CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos,
+                          "'" << n << "' not in: " << e.what());
+    }
 }
 
 }  // namespace staticlm::test

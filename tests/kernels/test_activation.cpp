@@ -11,21 +11,13 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
+#include "tests/kernels/targets.hpp"
 
 using namespace staticlm::kernels;
 
 namespace {
 
 constexpr double kActTol = 1e-6;
-
-template <class F>
-void for_each_target(F f) {
-    for (Target t : compiled_targets()) {
-        if (!target_supported(t)) continue;
-        INFO("target ", target_name(t));
-        f(table_for(t));
-    }
-}
 
 std::vector<int> test_sizes() {
     std::vector<int> s;

@@ -10,21 +10,13 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
+#include "tests/kernels/targets.hpp"
 
 using namespace staticlm::kernels;
 
 namespace {
 
 constexpr double kRopeAbsTol = 1e-6;
-
-template <class F>
-void for_each_target(F f) {
-    for (Target t : compiled_targets()) {
-        if (!target_supported(t)) continue;
-        INFO("target ", target_name(t));
-        f(table_for(t));
-    }
-}
 
 std::vector<float> random_floats(size_t n, unsigned seed) {
     std::mt19937 rng(seed);

@@ -11,26 +11,12 @@
 #include "model/synthetic.hpp"
 #include "staticlm/error.hpp"
 #include "tests/model/st_writer.hpp"
+#include "tests/support.hpp"
 
 using namespace staticlm;
 using namespace staticlm::test;
 
 namespace {
-
-template <class F>
-void expect_error(F&& f, ErrorKind kind, std::initializer_list<std::string> needles,
-                  std::source_location loc = std::source_location::current()) {
-    INFO("expect_error at line " << loc.line());
-    try {
-        f();
-        FAIL_CHECK("no error thrown");
-        return;
-    } catch (const Error& e) {
-        CHECK_MESSAGE(e.kind() == kind, "kind " << error_kind_name(e.kind()) << ": " << e.what());
-        for (const std::string& n : needles)
-            CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
-    }
-}
 
 const std::string kLlamaBase = R"("architectures": ["LlamaForCausalLM"], "model_type": "llama",
   "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 96,
