@@ -52,7 +52,6 @@ public:
     float* logits = nullptr;    // [q][V] with all_logits, else [1][V]
     std::byte* matmul_scratch = nullptr;
     std::byte* attn_scratch = nullptr;
-    int64_t* ids = nullptr;     // unused spare
 
     size_t ld_q = 0, ld_kv = 0, ld_ffn = 0, ld_ple = 0;
 

@@ -85,7 +85,7 @@ std::string end_of_turn(ChatFormat f) {
     }
     return {};
 }
-std::string after_turn(ChatFormat f) { return f == ChatFormat::plain ? "\n" : f == ChatFormat::gemma4 ? "\n" : ""; }
+std::string after_turn(ChatFormat f) { return f == ChatFormat::llama3 ? "" : "\n"; }
 
 }  // namespace
 
