@@ -4,10 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <initializer_list>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "staticlm/error.hpp"
 
@@ -24,6 +27,17 @@ inline bool have_shared_data(const char* what) {
                         << " is absent; these tests need the shared model and tokenizer files");
     return false;
 }
+
+// A LogitsSink target that copies every row to out[pos][vocab]
+// (out must hold the whole sequence): {Rows::sink, &rows}.
+struct Rows {
+    std::vector<float>* out;
+    static void sink(void* ctx, int pos, const float* rows, int t, int vocab) {
+        auto* self = static_cast<Rows*>(ctx);
+        std::copy(rows, rows + size_t(t) * size_t(vocab),
+                  self->out->begin() + std::ptrdiff_t(pos) * vocab);
+    }
+};
 
 // Runs f and checks that it throws an Error of `kind` whose message contains
 // every needle (the file, tensor, key or limit it must name).

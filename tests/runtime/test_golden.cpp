@@ -65,15 +65,6 @@ constexpr Budget kGemmaBudgets[] = {
     {WeightType::q8, 0.25, 0.85, false},
 };
 
-struct Collect {
-    std::vector<float>* out;
-    static void sink(void* ctx, int pos, const float* rows, int t, int vocab) {
-        auto* self = static_cast<Collect*>(ctx);
-        std::copy(rows, rows + size_t(t) * size_t(vocab),
-                  self->out->begin() + ptrdiff_t(pos) * vocab);
-    }
-};
-
 void check_fixture(const std::filesystem::path& dir, const Budget& b) {
     const Reference ref = read_reference(dir / "reference.safetensors");
     LoadOptions lo;
@@ -93,8 +84,8 @@ void check_fixture(const std::filesystem::path& dir, const Budget& b) {
     Session s(model, so);
 
     std::vector<float> got(size_t(T) * size_t(ref.vocab));
-    Collect c{&got};
-    s.prefill(ref.input_ids, {Collect::sink, &c});
+    test::Rows c{&got};
+    s.prefill(ref.input_ids, {test::Rows::sink, &c});
     double worst = 0;
     int agree = 0;
     for (int p = 0; p < T; ++p) {

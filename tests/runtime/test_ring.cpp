@@ -33,13 +33,7 @@ std::vector<int> sequence(int n, int vocab, int salt) {
     return ids;
 }
 
-struct Rows {
-    std::vector<float>* out;
-    static void sink(void* ctx, int pos, const float* rows, int t, int vocab) {
-        auto* self = static_cast<Rows*>(ctx);
-        std::copy(rows, rows + size_t(t) * size_t(vocab), self->out->begin() + ptrdiff_t(pos) * vocab);
-    }
-};
+using test::Rows;
 
 // Prefill `prefix` tokens, then appends of the given sizes, then decode steps.
 struct Split {
