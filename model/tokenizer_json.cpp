@@ -477,9 +477,11 @@ void JsonTokenizer::encode_word(std::string_view word, std::vector<int>& out) co
     }
 }
 
-std::vector<int> JsonTokenizer::encode(std::string_view input, bool add_special) const {
-    std::string clean;
-    const std::string_view text = sanitize_utf8(input, clean) ? input : std::string_view(clean);
+std::vector<int> JsonTokenizer::encode(std::string_view text, bool add_special) const {
+    // Like the SentencePiece wrapper: a prompt must be valid UTF-8 (the
+    // `tokenizers` library only ever sees valid strings, so there is no
+    // reference behaviour to follow for broken bytes).
+    check_utf8(text, file_);
     std::vector<int> out;
     if (add_special) out = prefix_ids_;
     std::vector<Piece> pieces;

@@ -241,6 +241,8 @@ void parse_pre_tokenizer(const json& j, const std::string& file, std::vector<Pre
         for (const json& p : j.at("pretokenizers")) parse_pre_tokenizer(p, file, out);
         return;
     } else if (type == "Split") {
+        if (!j.contains("pattern"))
+            throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         const json& p = j.at("pattern");
         if (string_pattern(p, s.pattern)) {
             s.kind = PreKind::kSplitString;
@@ -351,13 +353,28 @@ void parse_vocab(std::string_view doc, Range r, const std::string& file, JsonTok
     std::string key;
     t.vocab_.reserve(static_cast<size_t>((r.end - r.begin) / 12 + 16));
     if (s.accept('}')) return;
+    // Ids index a dense table, so they are bounded by what the file can hold:
+    // every entry takes at least 5 bytes ("":0,), so a vocab of this many bytes
+    // has fewer than bytes/4 entries. A larger id would only make the table huge.
+    const long long limit = static_cast<long long>((r.end - r.begin) / 4 + 256);
+    std::vector<bool> taken;
     do {
         s.string(key);
         s.expect(':');
         const long long id = s.integer();
-        if (id < 0 || id > (1 << 30)) s.fail("token id " + std::to_string(id) + " out of range");
+        if (id < 0 || id >= limit)
+            s.fail("token id " + std::to_string(id) + " of \"" + key + "\" is outside [0, " +
+                   std::to_string(limit) + ") for a vocab of " + std::to_string(r.end - r.begin) +
+                   " bytes");
         const auto uid = static_cast<size_t>(id);
-        if (uid >= t.id_to_piece_.size()) t.id_to_piece_.resize(uid + 1);
+        if (uid >= t.id_to_piece_.size()) {
+            t.id_to_piece_.resize(uid + 1);
+            taken.resize(uid + 1);
+        }
+        if (taken[uid])
+            s.fail("tokens \"" + t.id_to_piece_[uid] + "\" and \"" + key + "\" share id " +
+                   std::to_string(id));
+        taken[uid] = true;
         t.id_to_piece_[uid] = key;
         t.vocab_.put(key, static_cast<int>(id));
     } while (s.accept(','));
@@ -511,6 +528,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         t->ignore_merges_ = m.value("ignore_merges", false);
 
         parse_vocab(doc, vocab, file, *t);
+        const size_t vocab_entries = t->id_to_piece_.size();
         parse_merges(doc, merges, file, *t);
         if (m.contains("unk_token") && m["unk_token"].is_string()) {
             const std::string unk = m["unk_token"].get<std::string>();
@@ -539,7 +557,14 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                 for (const char* k : {"lstrip", "rstrip", "single_word"})
                     if (a.value(k, false))
                         unsupported(file, std::string("added token ") + at.content + " with " + k);
-                if (at.id < 0) throw Error(ErrorKind::format, file + ": added token with id < 0");
+                // Added tokens extend the vocab (Llama 3's specials follow its
+                // 128000 BPE tokens) or name some of its entries (Gemma).
+                const size_t limit = vocab_entries + j["added_tokens"].size();
+                if (at.id < 0 || static_cast<size_t>(at.id) >= limit)
+                    throw Error(ErrorKind::format,
+                                file + ": added token \"" + at.content + "\" has id " +
+                                    std::to_string(at.id) + ", outside [0, " +
+                                    std::to_string(limit) + ") (vocab plus added tokens)");
                 const auto uid = static_cast<size_t>(at.id);
                 if (uid >= t->id_to_piece_.size()) t->id_to_piece_.resize(uid + 1);
                 t->id_to_piece_[uid] = at.content;

@@ -4,7 +4,10 @@
 #include "model/tokenizer.hpp"
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
@@ -61,6 +64,81 @@ SpecialSettings read_special_settings(const std::filesystem::path& file) {
     return s;
 }
 
+// A reader of the protobuf wire format, just enough to walk ModelProto.
+struct Wire {
+    std::string_view in;
+    size_t at = 0;
+    bool ok = true;
+
+    bool done() const { return !ok || at >= in.size(); }
+    uint64_t varint() {
+        uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (at >= in.size()) break;
+            const auto b = static_cast<unsigned char>(in[at++]);
+            v |= uint64_t(b & 0x7F) << shift;
+            if (!(b & 0x80)) return v;
+        }
+        ok = false;
+        return 0;
+    }
+    // Reads one field; a length-delimited payload is returned in `bytes`.
+    bool field(uint32_t& number, std::string_view& bytes) {
+        const uint64_t key = varint();
+        number = uint32_t(key >> 3);
+        bytes = {};
+        switch (key & 7) {
+            case 0: varint(); break;
+            case 1: skip(8); break;
+            case 5: skip(4); break;
+            case 2: {
+                const uint64_t n = varint();
+                if (n > in.size() - std::min(at, in.size())) ok = false;
+                if (ok) bytes = in.substr(at, size_t(n));
+                skip(size_t(n));
+                break;
+            }
+            default: ok = false;  // groups are not used by ModelProto
+        }
+        return ok;
+    }
+    void skip(size_t n) {
+        if (n > in.size() - std::min(at, in.size())) ok = false;
+        else at += n;
+    }
+};
+
+// libsentencepiece builds its piece tries without checking what it puts in
+// them, and a piece that is empty or holds a NUL byte makes it throw through
+// code that cannot unwind (std::terminate, found by fuzz_sentencepiece). So
+// the pieces are read here first. A message that does not parse is left to
+// the library, which reports it as a status.
+void check_pieces(std::string_view proto, const std::string& file) {
+    Wire model{proto};
+    std::unordered_map<std::string_view, size_t> seen;
+    size_t index = 0;
+    uint32_t number = 0;
+    std::string_view bytes;
+    while (!model.done() && model.field(number, bytes)) {
+        if (number != 1) continue;  // ModelProto.pieces = 1
+        Wire sp{bytes};
+        std::string_view piece;  // SentencePiece.piece = 1; the last one wins
+        std::string_view b;
+        while (!sp.done() && sp.field(number, b))
+            if (number == 1) piece = b;
+        if (!sp.ok) return;
+        const std::string where = file + ": piece " + std::to_string(index);
+        if (piece.empty()) throw Error(ErrorKind::format, where + " is empty");
+        if (piece.find('\0') != std::string_view::npos)
+            throw Error(ErrorKind::format, where + " contains a NUL byte");
+        const auto [it, fresh] = seen.emplace(piece, index);
+        if (!fresh)
+            throw Error(ErrorKind::format,
+                        where + " repeats piece " + std::to_string(it->second));
+        ++index;
+    }
+}
+
 class SentencePieceTokenizer final : public Tokenizer {
 public:
     SentencePieceTokenizer(const std::filesystem::path& model_file,
@@ -68,7 +146,12 @@ public:
         : file_(model_file.string()) {
         if (!std::filesystem::is_regular_file(model_file))
             throw Error(ErrorKind::io, "SentencePiece model not found: " + file_);
-        const auto status = sp_.Load(file_);
+        std::ifstream in(model_file, std::ios::binary);
+        if (!in) throw Error(ErrorKind::io, "cannot read " + file_);
+        const std::string proto((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        check_pieces(proto, file_);
+        const auto status = sp_.LoadFromSerializedProto(proto);
         if (!status.ok())
             throw Error(ErrorKind::format,
                         file_ + ": not a SentencePiece model: " + status.ToString());

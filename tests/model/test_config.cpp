@@ -3,7 +3,6 @@
 // rotary), special tokens from the side files, and the error cases.
 #include <doctest/doctest.h>
 
-#include <source_location>
 
 #include <cmath>
 

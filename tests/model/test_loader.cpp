@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <source_location>
 
 #include "model/model.hpp"
 #include "model/safetensors.hpp"

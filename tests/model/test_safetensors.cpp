@@ -2,7 +2,6 @@
 // each asserting the ErrorKind and that the message names the file/tensor.
 #include <doctest/doctest.h>
 
-#include <source_location>
 
 #include "model/safetensors.hpp"
 #include "staticlm/error.hpp"

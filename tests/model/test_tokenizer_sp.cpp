@@ -233,9 +233,9 @@ TEST_CASE("StreamDecoder: hand-checked chunks") {
     const std::vector<std::pair<int, std::string>> steps = {
         {1, ""}, {15043, "Hello"}, {29871, " "}, {3 + 0xF0, ""}, {3 + 0x9F, ""},
         {3 + 0xA6, ""}, {3 + 0x99, "\xF0\x9F\xA6\x99"}, {3186, " world"}, {2, ""}};
-    for (const auto& [id, text] : steps) {
-        CAPTURE(id);
-        CHECK(std::string(dec.push(id)) == text);
+    for (const auto& step : steps) {
+        CAPTURE(step.first);
+        CHECK(std::string(dec.push(step.first)) == step.second);
     }
     CHECK(dec.flush().empty());
 

@@ -37,6 +37,10 @@ namespace {
 const fs::path kFixture = fixtures_dir() / "llama-tied";  // vocab 256, hidden 64, 2 layers
 // stories260K's SentencePiece model (vocab 512), kept in the repo as a fuzz seed.
 const fs::path kSpModel = source_dir() / "tests" / "fixtures" / "sp" / "tiny_bpe.model";
+// A byte-level BPE tokenizer.json (300 tokens + 2 added), the fuzz seed.
+const fs::path kTokJson = source_dir() / "fuzz" / "corpus" / "tokenizer_json" / "bytelevel_bpe.json";
+// Inputs that crashed a fuzz target once, kept as regression rows.
+const fs::path kFuzzFound = source_dir() / "tests" / "fixtures" / "fuzz";
 
 std::string read_bytes(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -92,6 +96,17 @@ struct Dirs {
             edit(f);
             f.write(d / "model.safetensors");
         });
+    }
+    // A directory with the fixture's weights and the seed tokenizer.json, edited.
+    fs::path tokenizer_json(const std::function<void(json&)>& edit) {
+        return copy([&](const fs::path& d) {
+            json j = json::parse(read_bytes(kTokJson));
+            edit(j);
+            write_file(d / "tokenizer.json", j.dump());
+        });
+    }
+    fs::path tokenizer_json_text(const std::string& text) {
+        return copy([&](const fs::path& d) { write_file(d / "tokenizer.json", text); });
     }
     // A directory with the fixture's weights and a tokenizer.model (+ optional tokenizer_config.json).
     fs::path tokenizer(const std::string& model_bytes, const std::string& tokenizer_config = {}) {
@@ -393,6 +408,94 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         const fs::path d = dirs.tokenizer(sp_bytes, "{\"bos_token\": \"<nope>\"}");
         row("bos_token not in the vocabulary", ErrorKind::format, {"bos_token \"<nope>\"", "tokenizer.model"},
             [=] { load_tokenizer(d); });
+    }
+    {
+        // Found by fuzz_sentencepiece: libsentencepiece would throw through
+        // code that cannot unwind (std::terminate) on a piece holding a NUL.
+        const fs::path d = dirs.tokenizer(read_bytes(kFuzzFound / "sentencepiece-nul-piece.model"));
+        row("tokenizer.model piece with a NUL byte (fuzz)", ErrorKind::format,
+            {"tokenizer.model", "piece 1 contains a NUL byte"}, [=] { load_tokenizer(d); });
+    }
+    {
+        // ModelProto { pieces {} }: a piece message without its string.
+        const fs::path d = dirs.tokenizer(std::string("\x0a\x00", 2));
+        row("tokenizer.model empty piece", ErrorKind::format, {"tokenizer.model", "piece 0 is empty"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        // ModelProto { pieces { piece: "ab" } pieces { piece: "ab" } }
+        const fs::path d = dirs.tokenizer(std::string("\x0a\x04\x0a\x02" "ab" "\x0a\x04\x0a\x02" "ab"));
+        row("tokenizer.model duplicate piece", ErrorKind::format,
+            {"tokenizer.model", "piece 1 repeats piece 0"}, [=] { load_tokenizer(d); });
+    }
+    {
+        const std::string text = read_bytes(kTokJson);
+        const fs::path cut = dirs.tokenizer_json_text(text.substr(0, text.size() / 2));
+        row("tokenizer.json truncated", ErrorKind::format, {"tokenizer.json", "malformed JSON"},
+            [=] { load_tokenizer(cut); });
+        const fs::path empty = dirs.tokenizer_json_text("");
+        row("tokenizer.json empty", ErrorKind::format, {"tokenizer.json", "unexpected end of file"},
+            [=] { load_tokenizer(empty); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j.erase("model"); });
+        row("tokenizer.json without a model", ErrorKind::format, {"tokenizer.json", "no \"model\""},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["model"]["type"] = "WordPiece"; });
+        row("tokenizer.json WordPiece model", ErrorKind::unsupported, {"tokenizer.json", "model type \"WordPiece\""},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["normalizer"] = {{"type", "BertNormalizer"}}; });
+        row("tokenizer.json unsupported normalizer", ErrorKind::unsupported, {"normalizer BertNormalizer"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) {
+            j["pre_tokenizer"] = {{"type", "Split"}, {"behavior", "Isolated"}};
+        });
+        row("tokenizer.json Split without a pattern", ErrorKind::format, {"pre_tokenizer Split has no pattern"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["model"]["merges"].push_back({"zz", "qq"}); });
+        row("tokenizer.json merge of unknown tokens", ErrorKind::format,
+            {"tokenizer.json", "merge #42 (zz + qq)", "missing from the vocab"}, [=] { load_tokenizer(d); });
+    }
+    {
+        // An id that would size the id table at 2^31 entries.
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["model"]["vocab"]["$"] = int64_t{1} << 31; });
+        row("tokenizer.json absurd token id", ErrorKind::format,
+            {"tokenizer.json", "token id 2147483648 of \"$\" is outside"}, [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["model"]["vocab"]["&"] = j["model"]["vocab"]["%"]; });
+        row("tokenizer.json two tokens with one id", ErrorKind::format, {"tokens \"%\" and \"&\" share id"},
+            [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) { j["added_tokens"][0]["id"] = 100000; });
+        row("tokenizer.json added token id beyond the vocab", ErrorKind::format,
+            {"added token \"<|begin_of_text|>\" has id 100000", "[0, 302)"}, [=] { load_tokenizer(d); });
+    }
+    {
+        const fs::path d = dirs.tokenizer_json([](json& j) {
+            j["post_processor"] = {{"type", "TemplateProcessing"},
+                                   {"single", {{{"SpecialToken", {{"id", "<x>"}, {"type_id", 0}}}}}},
+                                   {"pair", json::array()},
+                                   {"special_tokens", json::object()}};
+        });
+        row("tokenizer.json template names an unknown special", ErrorKind::format,
+            {"post_processor template names <x>"}, [=] { load_tokenizer(d); });
+    }
+    {
+        const std::shared_ptr<Tokenizer> json_tok = load_tokenizer(dirs.tokenizer_json([](json&) {}));
+        row("invalid UTF-8 through tokenizer.json", ErrorKind::input,
+            {"tokenizer.json", "invalid UTF-8 at byte 2"}, [=] { json_tok->encode("ab\xff", true); });
+        row("tokenizer.json decode id out of range", ErrorKind::input, {"token id 4000", "tokenizer.json"},
+            [=] { json_tok->decode({4000}); });
     }
     {
         // A 512-token tokenizer with a 256-row embedding: the prompt's ids above 255
