@@ -38,7 +38,7 @@ size_t documented_bytes(WeightType type, int n, int k) {
         case WeightType::f32: return panels * size_t(k) * 16 * 4;
         case WeightType::f16: return panels * size_t(k) * 16 * 2;
         case WeightType::bf16: return panels * size_t((k + 1) / 2) * 16 * 2 * 2;
-        case WeightType::q8: return panels * size_t((k + 31) / 32) * 576;
+        case WeightType::q8: return panels * size_t((k + 31) / 32) * 544;
     }
     return 0;
 }

@@ -1,7 +1,8 @@
 // q8 weight packing: quantizes f32/f16/bf16 rows per group of 32 into the
 // 16-row panel layout documented in kernels.hpp (one table().pack_panel call
-// per panel, bit-identical to ref::quantize_row_q8), and reads rows back.
+// per panel, bit-identical to ref::quantize_weight_row_q8), and reads rows back.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "include/staticlm/error.hpp"
@@ -12,7 +13,7 @@ namespace staticlm::kernels::detail {
 
 namespace {
 
-constexpr size_t kQ8BlockBytes = 576;  // 512 bytes of w + 128, then 16 float scales
+constexpr size_t kQ8BlockBytes = 544;  // 512 bytes of w + 128, then 16 f16 scales
 constexpr size_t kQ8ScaleOffset = 512;
 
 int q8_groups(int k) { return padded_k(WeightType::q8, k) / kQ8Group; }
@@ -60,9 +61,10 @@ void q8_unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
     for (int i = 0; i < w.k; ++i) {
         const int g = i / kQ8Group, j = i % kQ8Group;
         const auto* block = reinterpret_cast<const uint8_t*>(panel + size_t(g) * kQ8BlockBytes);
-        const float* scales = reinterpret_cast<const float*>(block + kQ8ScaleOffset);
+        uint16_t s16;
+        std::memcpy(&s16, block + kQ8ScaleOffset + 2 * r, 2);
         const int q = int(block[(j / 4) * 64 + r * 4 + (j % 4)]) - 128;
-        out[i] = float(q) * scales[r] * scale;
+        out[i] = float(q) * f16_to_f32(s16) * scale;
     }
 }
 

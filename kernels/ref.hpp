@@ -14,10 +14,13 @@ namespace staticlm::kernels::ref {
 // Quantizes x[k] per group of kQ8Group (see kernels.hpp): q gets
 // padded_k(q8, k) values (zero padding), scale one float per group.
 void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
+// The weight variant: scales rounded to IEEE half first (see kernels.hpp), q
+// computed with the rounded scale; scale[] holds the rounded values as floats.
+void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // y[m][n] = x[m][k] · Wᵀ with W given quantized and row-major: wq [n][k_pad],
-// wscale [n][k_pad/32]. x rows are quantized with quantize_row_q8; each group
+// wscale [n][k_pad/32] (from quantize_weight_row_q8). x rows are quantized with quantize_row_q8; each group
 // dot is exact int32, groups are summed in order in fp32:
 //   y += (x_scale · w_scale) · float(dot)   (a product, then a sum: no FMA).
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,

@@ -8,13 +8,16 @@
 
 namespace staticlm::kernels::ref {
 
-void quantize_row_q8(const float* x, int k, int8_t* q, float* scale) {
+namespace {
+
+void quantize_row(const float* x, int k, int8_t* q, float* scale, bool half_scale) {
     const int k_pad = padded_k(WeightType::q8, k);
     for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
         const int len = std::max(0, std::min(kQ8Group, k - g0));
         float amax = 0.0f;
         for (int i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[g0 + i]));
-        const float s = amax / 127.0f;
+        float s = amax / 127.0f;
+        if (half_scale) s = f16_to_f32(f32_to_f16(std::min(s, 65504.0f)));
         scale[g0 / kQ8Group] = s;
         for (int i = 0; i < kQ8Group; ++i) {
             int v = 0;
@@ -26,6 +29,16 @@ void quantize_row_q8(const float* x, int k, int8_t* q, float* scale) {
             q[g0 + i] = int8_t(v);
         }
     }
+}
+
+}  // namespace
+
+void quantize_row_q8(const float* x, int k, int8_t* q, float* scale) {
+    quantize_row(x, k, q, scale, false);
+}
+
+void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale) {
+    quantize_row(x, k, q, scale, true);
 }
 
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {

@@ -6,6 +6,8 @@ types as `staticlm bench --synthetic NAME`: Q8_0 for q8, F16 for f16; the values
 which does not matter for speed), runs llama.cpp through llama-cpp-python (pp = one
 prompt of PP tokens from an empty context, tg = TG single-token steps, like llama-bench)
 and `staticlm bench --json` at the same thread count, and prints both tok/s and the ratio.
+The two run alternately for --rounds rounds (default 5); the ratio column is the median of
+the per-round ratios, so slow drifts of the shared machine's bandwidth cancel out.
 
   /opt/slm-py/bin/python tools/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
   /opt/slm-py/bin/python tools/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
@@ -144,26 +146,32 @@ def mean_sd(v):
     return m, sd
 
 
-def bench_llamacpp(path, vocab, threads, pp, tg, reps):
-    from llama_cpp import Llama
-    llm = Llama(model_path=path, n_ctx=pp + tg + 16, n_batch=pp, n_ubatch=pp, n_threads=threads,
-                n_threads_batch=threads, verbose=False)
-    toks = prompt_ids(pp, vocab)
-    llm.eval(toks[:16])  # warm-up
-    pps, tgs = [], []
-    for _ in range(reps):
+class LlamaCpp:
+    """One GGUF loaded in llama.cpp; run() measures one pp and one tg like llama-bench."""
+
+    def __init__(self, path, vocab, threads, pp, tg):
+        from llama_cpp import Llama
+        self.llm = Llama(model_path=path, n_ctx=pp + tg + 16, n_batch=pp, n_ubatch=pp,
+                         n_threads=threads, n_threads_batch=threads, verbose=False)
+        self.toks = prompt_ids(pp, vocab)
+        self.pp, self.tg = pp, tg
+        self.llm.eval(self.toks[:16])  # warm-up
+
+    def run(self):
+        llm = self.llm
         llm.reset()
         t0 = time.perf_counter()
-        llm.eval(toks)
-        pps.append(pp / (time.perf_counter() - t0))
+        llm.eval(self.toks)
+        pp = self.pp / (time.perf_counter() - t0)
         llm.reset()
-        tok = toks[0]
+        tok = self.toks[0]
         t0 = time.perf_counter()
-        for _ in range(tg):
+        for _ in range(self.tg):
             llm.eval([tok])
-        tgs.append(tg / (time.perf_counter() - t0))
-    del llm
-    return mean_sd(pps), mean_sd(tgs)
+        return pp, self.tg / (time.perf_counter() - t0)
+
+    def close(self):
+        del self.llm
 
 
 def bench_staticlm(binary, shape, weights, threads, pp, tg, reps):
@@ -173,6 +181,12 @@ def bench_staticlm(binary, shape, weights, threads, pp, tg, reps):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default=None, choices=sorted(SHAPES))
@@ -180,7 +194,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pp", type=int, default=None)
     ap.add_argument("--tg", type=int, default=None)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved llama.cpp/staticlm rounds")
     ap.add_argument("--quick", action="store_true", help="tiny-llama, pp128, tg32")
     ap.add_argument("--staticlm", default=os.path.join(os.path.dirname(__file__), "..", "build", "tools", "staticlm"))
     ap.add_argument("--workdir", default="/tmp/staticlm-gguf")
@@ -203,24 +217,39 @@ def main():
             write_gguf(path + ".tmp", shape, wt)
             os.replace(path + ".tmp", path)
             print(f"wrote {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        (lp, lps), (lt, lts) = bench_llamacpp(path, SHAPES[shape]["vocab"], a.threads, pp, tg, a.reps)
-        print(f"llama.cpp {gtype}: pp{pp} {lp:.2f} tok/s, tg{tg} {lt:.2f} tok/s", file=sys.stderr, flush=True)
-        s = bench_staticlm(a.staticlm, shape, wt, a.threads, pp, tg, a.reps)
-        print(f"staticlm {wt}: pp{pp} {s['prefill']['tok_per_s']:.2f} tok/s, "
-              f"tg{tg} {s['decode']['tok_per_s']:.2f} tok/s", file=sys.stderr, flush=True)
-        rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=f"pp{pp}", llamacpp=lp, llamacpp_sd=lps,
-                         staticlm=s["prefill"]["tok_per_s"], staticlm_sd=s["prefill"]["tok_per_s_sd"]))
-        rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=f"tg{tg}", llamacpp=lt, llamacpp_sd=lts,
-                         staticlm=s["decode"]["tok_per_s"], staticlm_sd=s["decode"]["tok_per_s_sd"]))
+        # Interleaved rounds (llama.cpp, then staticlm, R times): the machine is
+        # shared and its memory bandwidth drifts, so each round's ratio compares
+        # runs a few seconds apart and the table reports the median ratio.
+        llama = LlamaCpp(path, SHAPES[shape]["vocab"], a.threads, pp, tg)
+        lpp, ltg, spp, stg = [], [], [], []
+        for r in range(a.rounds):
+            p_, t_ = llama.run()
+            lpp.append(p_)
+            ltg.append(t_)
+            s = bench_staticlm(a.staticlm, shape, wt, a.threads, pp, tg, 1)
+            spp.append(s["prefill"]["tok_per_s"])
+            stg.append(s["decode"]["tok_per_s"])
+            print(f"round {r + 1}/{a.rounds} {wt}: llama.cpp {gtype} pp{pp} {p_:.2f} tg{tg} {t_:.2f} | "
+                  f"staticlm pp{pp} {spp[-1]:.2f} tg{tg} {stg[-1]:.2f} tok/s", file=sys.stderr, flush=True)
+        llama.close()
+        for test, l, st in ((f"pp{pp}", lpp, spp), (f"tg{tg}", ltg, stg)):
+            (lm, lsd), (sm, ssd) = mean_sd(l), mean_sd(st)
+            rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=test, llamacpp=lm, llamacpp_sd=lsd,
+                             staticlm=sm, staticlm_sd=ssd,
+                             ratio=median([y / x for x, y in zip(l, st)]),
+                             ratio_min=min(y / x for x, y in zip(l, st)),
+                             ratio_max=max(y / x for x, y in zip(l, st))))
         machine = s["machine"]
     print(f"# {time.strftime('%Y-%m-%d')}, {a.threads} threads, llama-cpp-python {llama_cpp.__version__}, "
           f"gguf {installed_version('gguf')}, staticlm target {s['target']}; "
           f"machine read {machine['read_gb_per_s']:.1f} GB/s")
-    print(f"| shape | weights (staticlm/llama.cpp) | test | llama.cpp tok/s | staticlm tok/s | ratio |")
-    print("|---|---|---|---:|---:|---:|")
+    print(f"| shape | weights (staticlm/llama.cpp) | test | llama.cpp tok/s | staticlm tok/s "
+          f"| ratio (median of {a.rounds} rounds) | range |")
+    print("|---|---|---|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['shape']} | {r['weights']} | {r['test']} | {r['llamacpp']:.2f} ± {r['llamacpp_sd']:.2f} | "
-              f"{r['staticlm']:.2f} ± {r['staticlm_sd']:.2f} | {r['staticlm'] / r['llamacpp']:.2f}× |")
+              f"{r['staticlm']:.2f} ± {r['staticlm_sd']:.2f} | {r['ratio']:.2f}× | "
+              f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f} |")
     if a.json:
         print(json.dumps(rows))
     return 0

@@ -211,7 +211,11 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
     const auto* vc = static_cast<const std::byte*>(a.v);
     float* kt = ts + c.lay.kt;
     float* vt = ts + c.lay.vt;
-    for (int kb = kbeg; kb < kend; kb += tile) {
+    // Tiles sit on a grid of absolute positions (keys before kbeg are loaded
+    // and masked), so a key lands in the same vector lane whichever rows share
+    // the item: a decode row and the same row inside a prefill block (whose
+    // item starts at its first row's window) sum in the same order.
+    for (int kb = kbeg - kbeg % tile; kb < kend; kb += tile) {
         const int nk = std::min(tile, kend - kb);
         int slot = kb % a.n_slots;
         for (int j = 0; j < nk; ++j) {
@@ -563,8 +567,9 @@ void run(const Ctx& c, int nt, int tid) {
         const Item it = make_item(c, idx);
         init_lanes(c, it, ts);
         const int kbeg = it.lo[0], kend = it.hi[it.n - 1] + 1;
-        const int per = ((kend - kbeg + n_split - 1) / n_split + c.tile - 1) / c.tile * c.tile;
-        const int b = std::min(kend, kbeg + part * per), e = std::min(kend, b + per);
+        const int k0 = kbeg - kbeg % c.tile;  // parts start on the tile grid
+        const int per = ((kend - k0 + n_split - 1) / n_split + c.tile - 1) / c.tile * c.tile;
+        const int b = std::max(kbeg, k0 + part * per), e = std::min(kend, k0 + (part + 1) * per);
         if (b < e) process_item(c, it, ts, b, e);
     }
 #pragma omp barrier

@@ -32,7 +32,7 @@ namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
 
-constexpr size_t kBlockBytes = 576;  // per panel per group: 512 B of w + 128, 16 float scales
+constexpr size_t kBlockBytes = 544;  // per panel per group: 512 B of w + 128, 16 f16 scales
 constexpr size_t kScaleOffset = 512;
 constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
 
@@ -249,7 +249,8 @@ void tile(const TileArgs& t) {
             }
         }
         for (int p = 0; p < NP; ++p) {
-            const __m512 ws = _mm512_loadu_ps(w[p] + size_t(g) * kBlockBytes + kScaleOffset);
+            const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(w[p] + size_t(g) * kBlockBytes + kScaleOffset)));
 #pragma GCC unroll 8
             for (int r = 0; r < MR; ++r) {
                 const float x_s = *reinterpret_cast<const float*>(
@@ -284,7 +285,11 @@ void tile(const TileArgs& t) {
             for (int g = 0; g < a.n_groups; ++g) {
                 const uint8_t* blk = t.panel[p] + size_t(g) * kBlockBytes;
                 float ws[kPanelRows];
-                std::memcpy(ws, blk + kScaleOffset, sizeof(ws));
+                for (int c = 0; c < kPanelRows; ++c) {
+                    uint16_t h;
+                    std::memcpy(&h, blk + kScaleOffset + 2 * c, 2);
+                    ws[c] = f16_to_f32(h);
+                }
                 int32_t dot[kPanelRows];
                 for (int c = 0; c < kPanelRows; ++c) dot[c] = corr[g];
                 for (int j = 0; j < kQuadsPerGroup; ++j)
@@ -357,8 +362,8 @@ void tile(const TileArgs& t) {
             }
         }
         for (int v = 0; v < NV; ++v) {
-            const __m256 ws = _mm256_loadu_ps(reinterpret_cast<const float*>(
-                t.panel[v / 2] + size_t(g) * kBlockBytes + kScaleOffset) + 8 * (v % 2));
+            const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                t.panel[v / 2] + size_t(g) * kBlockBytes + kScaleOffset + 16 * (v % 2))));
             for (int r = 0; r < MR; ++r) {
                 const float x_s =
                     reinterpret_cast<const float*>(act + r * stride + a.scale_off)[g];

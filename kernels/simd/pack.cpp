@@ -1,7 +1,7 @@
 // Load-time weight packing, compiled per target: one call packs one 16-row
 // panel (layouts in kernels.hpp), converting source rows in column tiles so the
 // tile and the panel blocks it feeds stay in L1. Numerical contract: q8 is
-// bit-identical to ref::quantize_row_q8 (scale = amax / 127, IEEE division,
+// bit-identical to ref::quantize_weight_row_q8 (scale = f16(amax / 127), IEEE division,
 // round half away from zero, clamp to ±127); f16 / bf16 round to nearest even
 // exactly as f32_to_f16 / f32_to_bf16 (NaN included); f16 → f32 is exact.
 #include <algorithm>
@@ -26,7 +26,7 @@ namespace {
 
 // Columns per tile: 16 rows × 256 f32 = 16 KiB, half of a 32-48 KiB L1d.
 constexpr int kTile = 256;
-constexpr size_t kQ8BlockBytes = 576;  // [8][16 rows][4] biased int8, then float scale[16]
+constexpr size_t kQ8BlockBytes = 544;  // [8][16 rows][4] biased int8, then f16 scale[16]
 constexpr size_t kQ8ScaleOffset = 512;
 
 size_t src_bytes(SrcType st) { return st == SrcType::f32 ? 4 : 2; }
@@ -131,14 +131,17 @@ void f32_to_bf16_row(const float* x, int n, uint16_t* y) {
 // ---------------------------------------------------------------------------
 
 // One group of 32 floats (zero padded past the row's end) → 32 bytes q + 128;
-// returns the group's scale. Operand order of min/max follows the reference's
+// returns the group's scale (a value an IEEE half holds exactly). Operand order of min/max follows the reference's
 // std::max / std::min, so even NaN inputs give its values.
+// The weight scale as stored: rounded to IEEE half (finite: capped at 65504).
+float half_scale(float s) { return f16_to_f32(f32_to_f16(std::min(s, 65504.0f))); }
+
 float quantize_group(const float* x, uint8_t* qb) {
 #if STATICLM_TARGET == STATICLM_TARGET_AVX512
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
     const float amax = _mm512_reduce_max_ps(
         _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps())));
-    const float s = amax / 127.0f;
+    const float s = half_scale(amax / 127.0f);
     if (s == 0.0f) {
         std::memset(qb, 128, kQ8Group);
         return s;
@@ -161,7 +164,7 @@ float quantize_group(const float* x, uint8_t* qb) {
 #elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
     float amax = 0.0f;
     for (int i = 0; i < kQ8Group; ++i) amax = std::max(amax, __builtin_fabsf(x[i]));
-    const float s = amax / 127.0f;
+    const float s = half_scale(amax / 127.0f);
     for (int i = 0; i < kQ8Group; ++i) {
         int v = 0;
         if (s != 0.0f) {
@@ -182,7 +185,7 @@ float quantize_group(const float* x, uint8_t* qb) {
     _mm256_store_ps(lanes, m);
     float amax = 0.0f;
     for (float v : lanes) amax = std::max(amax, v);
-    const float s = amax / 127.0f;
+    const float s = half_scale(amax / 127.0f);
     if (s == 0.0f) {
         std::memset(qb, 128, kQ8Group);
         return s;
@@ -224,7 +227,8 @@ void pack_q8(SrcType st, const std::byte* src, size_t ld, int rows, int k, std::
                     s = quantize_group(buf + g * kQ8Group, qb);
                 else
                     std::memset(qb, 128, kQ8Group);  // padding row: q = 0
-                std::memcpy(block + kQ8ScaleOffset + size_t(r) * 4, &s, 4);
+                const uint16_t h = f32_to_f16(s);  // exact: s is a half already
+                std::memcpy(block + kQ8ScaleOffset + size_t(r) * 2, &h, 2);
                 for (int j = 0; j < kQ8Group / 4; ++j)  // [k/4 = 8][16 rows][4]
                     std::memcpy(block + j * 64 + r * 4, qb + 4 * j, 4);
             }

@@ -40,8 +40,9 @@ Q8Matrix make_matrix(const std::vector<float>& src, int n, int k) {
     m.q.resize(size_t(n) * size_t(kp));
     m.s.resize(size_t(n) * size_t(kp / kQ8Group));
     for (int r = 0; r < n; ++r)
-        ref::quantize_row_q8(src.data() + size_t(r) * size_t(k), k, m.q.data() + size_t(r) * kp,
-                             m.s.data() + size_t(r) * size_t(kp / kQ8Group));
+        ref::quantize_weight_row_q8(src.data() + size_t(r) * size_t(k), k,
+                                    m.q.data() + size_t(r) * kp,
+                                    m.s.data() + size_t(r) * size_t(kp / kQ8Group));
     return m;
 }
 
@@ -144,6 +145,27 @@ TEST_CASE("q8 reference quantization of hand-computed rows") {
         CHECK(back[0] == 0.0f);
         CHECK(back[69] == doctest::Approx(-0.6f).epsilon(1e-6));
     }
+    SUBCASE("weight scales are IEEE halves; q uses the rounded scale") {
+        // 1/127 = 0.00787401... rounds to the half 2^-7 · (1 + 8/1024) = 0.00787353515625.
+        float x[32] = {};
+        x[0] = 1.0f;
+        x[1] = -0.5f;   // -0.5 / 0.00787353515625 = -63.504 -> -64
+        x[2] = 0.3f;    // 38.1023 -> 38
+        int8_t q[32];
+        float s;
+        ref::quantize_weight_row_q8(x, 32, q, &s);
+        CHECK(s == 0.00787353515625f);
+        CHECK(q[0] == 127);  // 127.0078 clamps
+        CHECK(q[1] == -64);
+        CHECK(q[2] == 38);
+        // Scales above the largest half (65504) saturate instead of becoming inf.
+        x[0] = 127.0f * 70000.0f;
+        x[1] = -127.0f * 35000.0f;  // -4445000 / 65504 = -67.858 -> -68
+        ref::quantize_weight_row_q8(x, 32, q, &s);
+        CHECK(s == 65504.0f);
+        CHECK(q[0] == 127);
+        CHECK(q[1] == -68);
+    }
     SUBCASE("k = 1") {
         float x = -3.0f, s;
         int8_t q[32];
@@ -155,8 +177,8 @@ TEST_CASE("q8 reference quantization of hand-computed rows") {
 }
 
 TEST_CASE("q8 sizes") {
-    CHECK(packed_bytes(WeightType::q8, 16, 32) == 576);
-    CHECK(packed_bytes(WeightType::q8, 17, 33) == 2 * 2 * 576);
+    CHECK(packed_bytes(WeightType::q8, 16, 32) == 544);  // 512 B of int8 + 16 f16 scales
+    CHECK(packed_bytes(WeightType::q8, 17, 33) == 2 * 2 * 544);
     CHECK(packed_bytes(WeightType::q8, 0, 32) == 0);
     CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 = 40 -> 64
     CHECK(q8_act_row_bytes(2048) == 64 * 40);  // 64 groups · 40 bytes
@@ -181,13 +203,13 @@ TEST_CASE("q8 packing: layout, pack -> unpack round trip, f16/bf16 sources, spli
             const int n_panels = (n + 15) / 16;
             for (int p = 0; p < n_panels; ++p)
                 for (int g = 0; g < n_groups; ++g) {
-                    const uint8_t* blk = bytes + (size_t(p) * size_t(n_groups) + size_t(g)) * 576;
+                    const uint8_t* blk = bytes + (size_t(p) * size_t(n_groups) + size_t(g)) * 544;
                     for (int r = 0; r < 16; ++r) {
                         const int row = p * 16 + r;
-                        float sc;
-                        std::memcpy(&sc, blk + 512 + 4 * r, 4);
-                        CHECK(sc == (row < n ? m.s[size_t(row) * size_t(n_groups) + size_t(g)]
-                                             : 0.0f));
+                        uint16_t sc;
+                        std::memcpy(&sc, blk + 512 + 2 * r, 2);
+                        CHECK(f16_to_f32(sc) ==
+                              (row < n ? m.s[size_t(row) * size_t(n_groups) + size_t(g)] : 0.0f));
                         for (int i = 0; i < 32; ++i) {
                             const int qv = row < n ? m.q[size_t(row) * size_t(kp) +
                                                          size_t(g * 32 + i)]
@@ -384,20 +406,21 @@ TEST_CASE("q8 matmul matches the reference on random data on every target") {
 namespace {
 
 // The q8 panel bytes the reference gives for rows [0, rows) of src (row stride
-// ld, already decoded to floats): ref::quantize_row_q8 per row, then the
-// documented [groups][8][16 rows][4] + scale[16] layout.
+// ld, already decoded to floats): ref::quantize_weight_row_q8 per row, then the
+// documented [groups][8][16 rows][4] + f16 scale[16] layout.
 std::vector<uint8_t> ref_q8_panel(const float* src, size_t ld, int rows, int k) {
     const int kp = k_pad_of(k), n_groups = kp / kQ8Group;
-    std::vector<uint8_t> out(size_t(n_groups) * 576, 0);
+    std::vector<uint8_t> out(size_t(n_groups) * 544, 0);
     std::vector<int8_t> q(static_cast<size_t>(kp));
     std::vector<float> s(static_cast<size_t>(n_groups));
     for (int r = 0; r < 16; ++r) {
         std::fill(q.begin(), q.end(), int8_t(0));
         std::fill(s.begin(), s.end(), 0.0f);
-        if (r < rows) ref::quantize_row_q8(src + size_t(r) * ld, k, q.data(), s.data());
+        if (r < rows) ref::quantize_weight_row_q8(src + size_t(r) * ld, k, q.data(), s.data());
         for (int g = 0; g < n_groups; ++g) {
-            uint8_t* blk = out.data() + size_t(g) * 576;
-            std::memcpy(blk + 512 + 4 * r, &s[size_t(g)], 4);
+            uint8_t* blk = out.data() + size_t(g) * 544;
+            const uint16_t h = f32_to_f16(s[size_t(g)]);
+            std::memcpy(blk + 512 + 2 * r, &h, 2);
             for (int i = 0; i < 32; ++i)
                 blk[(i / 4) * 64 + r * 4 + i % 4] = uint8_t(int(q[size_t(g * 32 + i)]) + 128);
         }
@@ -455,7 +478,7 @@ TEST_CASE("q8 pack_panel equals the reference quantizer on every target") {
                 const size_t ld = size_t(k) + size_t(rows % 3);  // row stride > k too
                 std::vector<float> src = q8_edge_rows(std::max(rows, 1), int(ld), rng);
                 const int n_groups = k_pad_of(k) / kQ8Group;
-                const size_t bytes = size_t(n_groups) * 576;
+                const size_t bytes = size_t(n_groups) * 544;
                 // Sources decoded the way the packer decodes them.
                 std::vector<uint16_t> h(src.size()), b(src.size());
                 std::vector<float> hf(src.size()), bf(src.size());
