@@ -32,6 +32,14 @@ MeanSd mean_sd(const std::vector<double>& v) {
     return r;
 }
 
+// One thread count's figures.
+struct Run {
+    int threads = 0;
+    MeanSd prefill, decode;  // tok/s
+    double gops = 0, gbps = 0, r_peak = 0, r_bw = 0;
+    MachineCeilings machine;
+};
+
 }  // namespace
 
 int cmd_bench(const Args& a) {
@@ -40,84 +48,100 @@ int cmd_bench(const Args& a) {
     const int tg = a.integer("tg", 128);
     const int reps = a.integer("reps", 3);
     if (pp < 1 || tg < 1 || reps < 1) throw UsageError("--pp, --tg and --reps must be >= 1");
+    // --threads 1,2 measures each count in this one process (thread scaling).
+    const std::vector<int> thread_list = a.int_list("threads", {0});
+    for (int t : thread_list)
+        if (t < 0) throw UsageError("--threads must be >= 0, got " + std::to_string(t));
+    const bool all_cores = std::find(thread_list.begin(), thread_list.end(), 0) != thread_list.end();
+    const int load_threads = all_cores ? 0 : *std::max_element(thread_list.begin(), thread_list.end());
+    const Args la = a.with("threads", std::to_string(load_threads));
+
     std::shared_ptr<const Model> model;
     std::string name;
     if (a.has("model")) {
-        model = load_model_from_args(a);
+        model = load_model_from_args(la);
         name = a.str("model");
     } else {
         name = a.str("synthetic", "llama-3.2-1b");
-        model = synthetic_model(name, weight_type_from_args(a), 1, a.integer("threads", 0));
+        model = synthetic_model(name, weight_type_from_args(a), 1, load_threads);
     }
     const ModelConfig& c = model_config(*model);
-
-    SessionOptions so = session_options_from_args(a);
-    so.max_seq = std::max(so.max_seq, pp + tg);
-    so.prefill_buckets = {pp};
-    Session session(model, so);
-    const int threads = session.threads();
+    const bool q8 = model_weight_type(*model) == WeightType::q8;
 
     // Deterministic token ids spread over the vocabulary.
     std::vector<int> prompt(static_cast<size_t>(pp));
     for (int i = 0; i < pp; ++i) prompt[size_t(i)] = int((uint64_t(i) * 2654435761u) % uint64_t(c.vocab));
 
-    std::vector<double> pp_tps, tg_tps;
-    session.prefill(std::span<const int>(prompt.data(), size_t(std::min(pp, 16))));  // warm-up
-    for (int r = 0; r < reps; ++r) {
-        auto t0 = Clock::now();
-        session.prefill(prompt);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        pp_tps.push_back(pp / s);
-        t0 = Clock::now();
-        int tok = 1;
-        for (int i = 0; i < tg; ++i) {
-            auto logits = session.decode(tok);
-            tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
-        }
-        const double d = std::chrono::duration<double>(Clock::now() - t0).count();
-        tg_tps.push_back(tg / d);
-    }
-    const MeanSd p = mean_sd(pp_tps), d = mean_sd(tg_tps);
-
     // Work per token: 2 ops per weight of every matmul (embedding lookups excluded),
     // and the bytes decode reads per token: all matmul weights + the K/V of the
     // average context (pp + tg/2).
-    const double weight_bytes = double(model_weight_bytes(*model));
     const double params = model_matmul_params(*model);
-    const double avg_ctx = pp + tg / 2.0;
-    const double kv_bytes = double(session.cache_bytes_per_token()) * avg_ctx;
-    const double bytes_per_token = model_matmul_bytes(*model) + kv_bytes;
-    const double gops = p.mean * 2.0 * params / 1e9;
-    const double gbps = d.mean * bytes_per_token / 1e9;
+    std::vector<Run> runs;
+    for (int requested : thread_list) {
+        SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)));
+        so.max_seq = std::max(so.max_seq, pp + tg);
+        so.prefill_buckets = {pp};
+        Session session(model, so);
+        Run run;
+        run.threads = session.threads();
 
-    const MachineCeilings m = measure_ceilings(threads);
-    const double r_peak = gops / (model_weight_type(*model) == WeightType::q8 ? m.int8_gops : m.fp32_gflops);
-    const double r_bw = gbps / m.read_gb_per_s;
-    (void)weight_bytes;
-
-    if (json) {
-        std::printf(
-            "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
-            "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
-            "\"gops\": %.1f, \"ratio_to_peak\": %.3f}, "
-            "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
-            "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, "
-            "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f}}\n",
-            name.c_str(), weight_type_name(model_weight_type(*model)), threads,
-            kernel_target_name().c_str(), pp, p.mean, p.sd, gops, r_peak, tg, d.mean, d.sd, gbps,
-            r_bw, m.read_gb_per_s, m.int8_gops, m.fp32_gflops);
-    } else {
-        std::printf("model %s, weights %s (%.1f MiB), threads %d, target %s\n", name.c_str(),
-                    weight_type_name(model_weight_type(*model)), weight_bytes / 1048576.0,
-                    threads, kernel_target_name().c_str());
-        std::printf("machine: read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS\n",
-                    m.read_gb_per_s, m.int8_gops, m.fp32_gflops);
-        std::printf("pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp, p.mean,
-                    p.sd, gops, 100 * r_peak,
-                    model_weight_type(*model) == WeightType::q8 ? "int8" : "fp32");
-        std::printf("tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
-                    d.mean, d.sd, gbps, 100 * r_bw);
+        std::vector<double> pp_tps, tg_tps;
+        session.prefill(std::span<const int>(prompt.data(), size_t(std::min(pp, 16))));  // warm-up
+        for (int r = 0; r < reps; ++r) {
+            auto t0 = Clock::now();
+            session.prefill(prompt);
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            pp_tps.push_back(pp / s);
+            t0 = Clock::now();
+            int tok = 1;
+            for (int i = 0; i < tg; ++i) {
+                auto logits = session.decode(tok);
+                tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            }
+            const double d = std::chrono::duration<double>(Clock::now() - t0).count();
+            tg_tps.push_back(tg / d);
+        }
+        run.prefill = mean_sd(pp_tps);
+        run.decode = mean_sd(tg_tps);
+        const double kv_bytes = double(session.cache_bytes_per_token()) * (pp + tg / 2.0);
+        run.gops = run.prefill.mean * 2.0 * params / 1e9;
+        run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
+        run.machine = measure_ceilings(run.threads);
+        run.r_peak = run.gops / (q8 ? run.machine.int8_gops : run.machine.fp32_gflops);
+        run.r_bw = run.gbps / run.machine.read_gb_per_s;
+        runs.push_back(run);
     }
+
+    if (json) {  // one object per thread count
+        for (const Run& r : runs)
+            std::printf(
+                "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
+                "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
+                "\"gops\": %.1f, \"ratio_to_peak\": %.3f}, "
+                "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
+                "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, "
+                "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f}}\n",
+                name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
+                kernel_target_name().c_str(), pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak, tg,
+                r.decode.mean, r.decode.sd, r.gbps, r.r_bw, r.machine.read_gb_per_s,
+                r.machine.int8_gops, r.machine.fp32_gflops);
+        return 0;
+    }
+    std::printf("model %s, weights %s (%.1f MiB), target %s\n", name.c_str(),
+                weight_type_name(model_weight_type(*model)),
+                double(model_weight_bytes(*model)) / 1048576.0, kernel_target_name().c_str());
+    for (const Run& r : runs) {
+        std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS\n",
+                    r.threads, r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
+        std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, q8 ? "int8" : "fp32");
+        std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
+                    r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
+    }
+    for (size_t i = 1; i < runs.size(); ++i)
+        std::printf("scaling %d -> %d threads: prefill %.2fx, decode %.2fx\n", runs[0].threads,
+                    runs[i].threads, runs[i].prefill.mean / runs[0].prefill.mean,
+                    runs[i].decode.mean / runs[0].decode.mean);
     return 0;
 }
 

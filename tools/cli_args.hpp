@@ -25,6 +25,12 @@ public:
     double number(const std::string& name, double fallback) const;
     std::vector<int> int_list(const std::string& name, const std::vector<int>& fallback) const;
     const std::vector<std::string>& positional() const { return positional_; }
+    // A copy with one flag set to value (as if given on the command line).
+    Args with(const std::string& name, const std::string& value) const {
+        Args copy = *this;
+        copy.values_[name] = value;
+        return copy;
+    }
 
 private:
     std::map<std::string, std::string> values_;

@@ -83,6 +83,29 @@ for f in index.json embed.f32 q.0.f32 h.1.f32 final_norm.f32 logits.f32; do
     [ -f "$out/dump/$f" ] || { echo "FAIL: dump lacks $f"; fails=$((fails + 1)); }
 done
 
+# bench: one JSON object per thread count, with the issue's keys; the work
+# figures follow from the shape (tiny-llama: 16 tokens of prefill, 4 of decode).
+expect 0 "bench --threads 1,2 --json" -- "$bin" bench --synthetic tiny-llama --threads 1,2 \
+    --pp 16 --tg 4 --reps 1 --json
+if [ "$(grep -c '^{' "$out/stdout")" != 2 ]; then
+    echo "FAIL: bench --threads 1,2 printed $(grep -c '^{' "$out/stdout") objects, want 2"
+    fails=$((fails + 1))
+fi
+contains '"model": "tiny-llama", "weights": "q8", "threads": 1,'
+contains '"threads": 2,'
+contains '"prefill": {"tokens": 16, "tok_per_s": '
+contains '"decode": {"tokens": 4, "tok_per_s": '
+contains '"machine": {"read_gb_per_s": '
+expect 0 "bench text output with scaling" -- "$bin" bench --synthetic tiny-llama --weights f16 \
+    --threads 1,2 --pp 8 --tg 2 --reps 1
+contains "model tiny-llama, weights f16"
+contains "of fp32 peak"
+contains "scaling 1 -> 2 threads: prefill "
+expect 2 "bench --threads -1" -- "$bin" bench --synthetic tiny-llama --threads -1
+expect 2 "bench --pp 0" -- "$bin" bench --synthetic tiny-llama --pp 0
+expect 1 "bench of an unknown synthetic shape" -- "$bin" bench --synthetic llama-9000b
+grep -qF "llama-9000b" "$out/stderr" || { echo "FAIL: error does not name the shape"; fails=$((fails + 1)); }
+
 data=$src/../shared/data/stories260K-hf
 if [ -d "$data" ]; then
     expect 0 "perplexity stories260K f32" -- "$bin" perplexity --model "$data" \
