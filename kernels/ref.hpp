@@ -20,8 +20,9 @@ void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // y[m][n] = x[m][k] · Wᵀ with W given quantized and row-major: wq [n][k_pad],
-// wscale [n][k_pad/32] (from quantize_weight_row_q8). x rows are quantized with quantize_row_q8; each group
-// dot is exact int32, groups are summed in order in fp32:
+// wscale [n][k_pad/32] (from quantize_weight_row_q8). x rows are quantized
+// with quantize_row_q8; each group dot is exact int32, groups are summed in
+// order in fp32:
 //   y += (x_scale · w_scale) · float(dot)   (a product, then a sum: no FMA).
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
                int m, float* y, size_t ldy);

@@ -528,7 +528,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         t->ignore_merges_ = m.value("ignore_merges", false);
 
         parse_vocab(doc, vocab, file, *t);
-        const size_t vocab_entries = t->id_to_piece_.size();
+        const size_t vocab_entries = t->id_to_piece_.size();  // highest vocab id + 1
         parse_merges(doc, merges, file, *t);
         if (m.contains("unk_token") && m["unk_token"].is_string()) {
             const std::string unk = m["unk_token"].get<std::string>();

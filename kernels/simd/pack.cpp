@@ -1,8 +1,8 @@
 // Load-time weight packing, compiled per target: one call packs one 16-row
 // panel (layouts in kernels.hpp), converting source rows in column tiles so the
 // tile and the panel blocks it feeds stay in L1. Numerical contract: q8 is
-// bit-identical to ref::quantize_weight_row_q8 (scale = f16(amax / 127), IEEE division,
-// round half away from zero, clamp to ±127); f16 / bf16 round to nearest even
+// bit-identical to ref::quantize_weight_row_q8 (scale = f16(amax / 127), IEEE
+// division, round half away from zero, clamp to ±127); f16 / bf16 round to nearest even
 // exactly as f32_to_f16 / f32_to_bf16 (NaN included); f16 → f32 is exact.
 #include <algorithm>
 #include <cstdint>
@@ -130,12 +130,13 @@ void f32_to_bf16_row(const float* x, int n, uint16_t* y) {
 // q8
 // ---------------------------------------------------------------------------
 
-// One group of 32 floats (zero padded past the row's end) → 32 bytes q + 128;
-// returns the group's scale (a value an IEEE half holds exactly). Operand order of min/max follows the reference's
-// std::max / std::min, so even NaN inputs give its values.
 // The weight scale as stored: rounded to IEEE half (finite: capped at 65504).
 float half_scale(float s) { return f16_to_f32(f32_to_f16(std::min(s, 65504.0f))); }
 
+// One group of 32 floats (zero padded past the row's end) → 32 bytes q + 128;
+// returns the group's scale (a value an IEEE half holds exactly). Operand
+// order of min/max follows the reference's std::max / std::min, so even NaN
+// inputs give its values.
 float quantize_group(const float* x, uint8_t* qb) {
 #if STATICLM_TARGET == STATICLM_TARGET_AVX512
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
