@@ -2,6 +2,7 @@
 // model.merges values are read by a hand-written scanner straight into hash
 // maps (a DOM parse of Gemma's 33 MB file takes over a second); the rest of
 // the document, with those two values cut out, goes through nlohmann::json.
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,15 @@ struct Range {
     throw Error(ErrorKind::unsupported, file + ": " + what + " is not supported by staticlm");
 }
 
+// A token id from the JSON: an integer in [0, 2^31). Anything else (a float
+// such as 1e30 would overflow a cast) is an error naming the file and `what`.
+int id_value(const json& v, const std::string& file, const std::string& what) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+        throw Error(ErrorKind::format, file + ": " + what + " is not a token id (" +
+                                           (v.is_number() ? v.dump() : v.type_name()) + ")");
+    return static_cast<int>(v.get<int64_t>());
+}
+
 std::string type_of(const json& j, const std::string& file, const char* component) {
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
         throw Error(ErrorKind::format, file + ": " + component + " has no \"type\"");
@@ -340,7 +350,8 @@ void parse_post_processor(const json& j, const std::string& file, JsonTokenizer&
                 throw Error(ErrorKind::format, file + ": post_processor template names " + name +
                                                    " without an entry in special_tokens");
             for (const json& id : specials[name].at("ids"))
-                (seen_sequence ? t.suffix_ids_ : t.prefix_ids_).push_back(id.get<int>());
+                (seen_sequence ? t.suffix_ids_ : t.prefix_ids_)
+                    .push_back(id_value(id, file, "post_processor id of " + name));
         }
     } else {
         unsupported(file, "post_processor " + type);
@@ -550,7 +561,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         if (j.contains("added_tokens")) {
             for (const json& a : j["added_tokens"]) {
                 AddedToken at;
-                at.id = a.at("id").get<int>();
+                at.id = id_value(a.at("id"), file, "added token id");
                 at.content = a.at("content").get<std::string>();
                 at.special = a.value("special", false);
                 at.normalized = a.value("normalized", !at.special);
@@ -613,10 +624,11 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         } else if (!t->prefix_ids_.empty()) {
             t->bos_id_ = t->prefix_ids_.front();
         }
-        for (int id : t->prefix_ids_)
-            if (id < 0 || id >= t->vocab_size())
-                throw Error(ErrorKind::format, file + ": post_processor id " + std::to_string(id) +
-                                                   " is outside the vocab");
+        for (const std::vector<int>* ids : {&t->prefix_ids_, &t->suffix_ids_})
+            for (int id : *ids)
+                if (id < 0 || id >= t->vocab_size())
+                    throw Error(ErrorKind::format, file + ": post_processor id " +
+                                                       std::to_string(id) + " is outside the vocab");
     } catch (const json::exception& e) {
         throw Error(ErrorKind::format, file + ": unexpected JSON structure: " + e.what());
     }

@@ -476,6 +476,23 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             [=] { load_tokenizer(d); });
     }
     {
+        // Found by fuzz_tokenizer_json: an id of 1e121 reached a float-to-int
+        // cast (undefined behaviour, UBSan abort).
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            fs::copy_file(kFuzzFound / "tokenizer-json-float-id.json", p / "tokenizer.json");
+        });
+        row("tokenizer.json added token id 1e121 (fuzz)", ErrorKind::format,
+            {"tokenizer.json", "added token id is not a token id (1e+121)"}, [=] { load_tokenizer(d); });
+        const fs::path post = dirs.tokenizer_json([](json& j) {
+            j["post_processor"] = {{"type", "TemplateProcessing"},
+                                   {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}}},
+                                   {"pair", json::array()},
+                                   {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {2.5}}}}}}};
+        });
+        row("tokenizer.json post_processor id 2.5", ErrorKind::format,
+            {"post_processor id of <s> is not a token id (2.5)"}, [=] { load_tokenizer(post); });
+    }
+    {
         const fs::path d = dirs.tokenizer_json([](json& j) { j["added_tokens"][0]["id"] = 100000; });
         row("tokenizer.json added token id beyond the vocab", ErrorKind::format,
             {"added token \"<|begin_of_text|>\" has id 100000", "[0, 302)"}, [=] { load_tokenizer(d); });
