@@ -241,12 +241,14 @@ void pack_q8(SrcType st, const std::byte* src, size_t ld, int rows, int k, std::
 // f32 / f16 / bf16 panels
 // ---------------------------------------------------------------------------
 
-// tile [16][kTile] of T → out [cols][16] (out already offset to the tile's first column).
+// tile [16][kTile] of T → out [cols][16] (out already offset to the tile's
+// first column; any alignment, so elements are stored with memcpy).
 template <class T>
-void transpose_tile(const T* tile, size_t tile_ld, int cols, T* out) {
+void transpose_tile(const T* tile, size_t tile_ld, int cols, std::byte* out) {
     for (int c = 0; c < cols; ++c)
         for (int r = 0; r < kPanelRows; ++r)
-            out[size_t(c) * kPanelRows + r] = tile[size_t(r) * tile_ld + c];
+            std::memcpy(out + (size_t(c) * kPanelRows + size_t(r)) * sizeof(T),
+                        tile + size_t(r) * tile_ld + c, sizeof(T));
 }
 
 // Source row segment → n elements of the panel's element type.
@@ -294,16 +296,14 @@ void pack_float(WeightType type, SrcType st, const std::byte* src, size_t ld, in
         }
         switch (type) {
             case WeightType::f32:  // [k][16]
-                transpose_tile(tile, kTile, len,
-                               reinterpret_cast<uint32_t*>(dst) + size_t(c0) * kPanelRows);
+                transpose_tile(tile, kTile, len, dst + size_t(c0) * kPanelRows * 4);
                 break;
             case WeightType::f16:  // [k][16]
                 transpose_tile(reinterpret_cast<const uint16_t*>(tile), kTile, len,
-                               reinterpret_cast<uint16_t*>(dst) + size_t(c0) * kPanelRows);
+                               dst + size_t(c0) * kPanelRows * 2);
                 break;
             case WeightType::bf16:  // [k/2][16][2]: a pair along k moves as one uint32
-                transpose_tile(tile, kTile / 2, len_even / 2,
-                               reinterpret_cast<uint32_t*>(dst) + size_t(c0 / 2) * kPanelRows);
+                transpose_tile(tile, kTile / 2, len_even / 2, dst + size_t(c0 / 2) * kPanelRows * 4);
                 break;
             case WeightType::q8:
                 break;
