@@ -150,6 +150,7 @@ struct Ctx {
     const AttentionArgs* a = nullptr;
     int group = 0;        // query heads per kv head
     int lanes_per_g = 0;  // group · t
+    int item_lanes = 0;   // lanes per work item (<= kAttnMaxLanes)
     int chunks = 0;       // work items per kv head
     int n_items = 0;
     int d_pad = 0;
@@ -174,8 +175,8 @@ Item make_item(const Ctx& c, int idx) {
     const AttentionArgs& a = *c.a;
     Item it;
     it.g = idx / c.chunks;
-    const int lane0 = (idx % c.chunks) * kAttnMaxLanes;
-    it.n = std::min(kAttnMaxLanes, c.lanes_per_g - lane0);
+    const int lane0 = (idx % c.chunks) * c.item_lanes;
+    it.n = std::min(c.item_lanes, c.lanes_per_g - lane0);
     for (int r = 0; r < it.n; ++r) {
         const int l = lane0 + r;
         it.row[r] = l / c.group;
@@ -557,9 +558,11 @@ void run(const Ctx& c, int nt, int tid) {
         }
         return;
     }
-    // Fewer items than threads (decode with few kv heads): each item's key
-    // range is split over n_split threads, and the partial (max, sum, acc)
-    // are merged after a barrier.
+    // Fewer lanes than threads (decode of one query head per kv head on many
+    // threads): each item's key range is split over n_split threads, and the
+    // partial (max, sum, acc) are merged after a barrier. The merge reorders
+    // the sums, so such rows are not bit-identical to the same rows prefilled;
+    // attention() avoids this path whenever there are enough lanes.
     const int n_split = std::min(nt / c.n_items, kMaxSplit);
     if (tid < c.n_items * n_split) {
         const int idx = tid / n_split, part = tid % n_split;
@@ -573,10 +576,10 @@ void run(const Ctx& c, int nt, int tid) {
         if (b < e) process_item(c, it, ts, b, e);
     }
 #pragma omp barrier
-    const int total = c.n_items * kAttnMaxLanes;
+    const int total = c.n_items * c.item_lanes;
 #pragma omp for schedule(static)
     for (int x = 0; x < total; ++x) {
-        const int idx = x / kAttnMaxLanes, r = x % kAttnMaxLanes;
+        const int idx = x / c.item_lanes, r = x % c.item_lanes;
         if (r < make_item(c, idx).n) merge_lane(c, idx, r, n_split);
     }
 }
@@ -590,7 +593,14 @@ void attention(const AttentionArgs& args, std::byte* scratch, int n_threads) {
     c.a = &args;
     c.group = args.n_heads / args.n_kv_heads;
     c.lanes_per_g = c.group * args.t;
-    c.chunks = (c.lanes_per_g + kAttnMaxLanes - 1) / kAttnMaxLanes;
+    // Lanes compute independently of the item they share (tiles sit on an
+    // absolute key grid), so splitting a kv head's lanes over more items keeps
+    // every row bit-identical; splitting its keys does not. With fewer items
+    // than threads (decode with few kv heads) items get fewer lanes, down to 1.
+    const int nt = std::max(1, n_threads);
+    const int want_chunks = (nt + args.n_kv_heads - 1) / args.n_kv_heads;
+    c.item_lanes = std::clamp((c.lanes_per_g + want_chunks - 1) / want_chunks, 1, kAttnMaxLanes);
+    c.chunks = (c.lanes_per_g + c.item_lanes - 1) / c.item_lanes;
     c.n_items = args.n_kv_heads * c.chunks;
     c.d_pad = detail::attn_padded_dim(args.head_dim);
     c.tile = detail::attn_tile_keys(args.head_dim);
