@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "bench/bench_common.hpp"
+#include "bench_common.hpp"
 
 namespace staticlm::bench {
 namespace {

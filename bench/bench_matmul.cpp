@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_common.hpp"
+#include "bench_common.hpp"
 
 namespace staticlm::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace {
 

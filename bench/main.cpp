@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "bench/bench_common.hpp"
+#include "bench_common.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm::bench {

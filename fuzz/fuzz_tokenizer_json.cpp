@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_common.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "staticlm/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "include/staticlm/error.hpp"
+#include "staticlm/error.hpp"
 #include "kernels/formats_internal.hpp"
 #include "kernels/memory.hpp"
 

@@ -27,17 +27,4 @@ Buffer::~Buffer() {
     if (data_) munmap(data_, mapped_);
 }
 
-const char* error_kind_name(ErrorKind kind) {
-    switch (kind) {
-        case ErrorKind::io: return "io";
-        case ErrorKind::format: return "format";
-        case ErrorKind::unsupported: return "unsupported";
-        case ErrorKind::model: return "model";
-        case ErrorKind::config: return "config";
-        case ErrorKind::input: return "input";
-        case ErrorKind::capacity: return "capacity";
-    }
-    return "?";
-}
-
 }  // namespace staticlm

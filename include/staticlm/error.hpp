@@ -18,7 +18,18 @@ enum class ErrorKind {
     capacity,      // P + T > max_seq and similar limits
 };
 
-const char* error_kind_name(ErrorKind kind);
+inline const char* error_kind_name(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::io: return "io";
+        case ErrorKind::format: return "format";
+        case ErrorKind::unsupported: return "unsupported";
+        case ErrorKind::model: return "model";
+        case ErrorKind::config: return "config";
+        case ErrorKind::input: return "input";
+        case ErrorKind::capacity: return "capacity";
+    }
+    return "?";
+}
 
 class Error : public std::runtime_error {
 public:

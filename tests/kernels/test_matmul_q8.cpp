@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "include/staticlm/error.hpp"
+#include "staticlm/error.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "kernels/ref.hpp"

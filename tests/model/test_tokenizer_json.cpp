@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer_json.hpp"
-#include "model/tokenizer_json_unicode.hpp"
+#include "tokenizer/tokenizer_json.hpp"
+#include "tokenizer/tokenizer_json_unicode.hpp"
 #include "staticlm/error.hpp"
 
 using namespace staticlm;

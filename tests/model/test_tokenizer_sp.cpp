@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "staticlm/error.hpp"
 
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 
 #include "model/config.hpp"
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"

@@ -1,6 +1,6 @@
 // Chat templates against transformers: render_chat must produce the text that
 // apply_chat_template renders with the real Llama 3.1/3.2 and Gemma 4
-// templates (tests/fixtures/chat/chat_cases.json, tools/make_chat_fixtures.py),
+// templates (tests/fixtures/chat/chat_cases.json, tools/fixtures/make_chat_fixtures.py),
 // and the Llama 3 tokenizer.json must give the ids the Python tokenizer gave.
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "tests/support.hpp"

@@ -74,7 +74,7 @@ expect 1 "verify with a reference of another vocab" -- "$bin" verify --model "$f
 expect 2 "verify without --reference" -- "$bin" verify --model "$fx/llama-tied"
 expect 2 "verify with a bad --max-peir" -- "$bin" verify --model "$fx/llama-tied" \
     --reference "$fx/llama-tied/reference.safetensors" --max-peir abc
-# A dump alongside the check (tensor values: test_measure.cpp and tools/reference.py compare).
+# A dump alongside the check (tensor values: test_measure.cpp and tools/fixtures/reference.py compare).
 expect 0 "verify with --dump" -- "$bin" verify --model "$fx/llama-gqa-llama3" \
     --reference "$fx/llama-gqa-llama3/reference.safetensors" --weights f32 --threads 2 --summary \
     --dump "$out/dump"

@@ -1,7 +1,7 @@
 // The checks behind `staticlm verify` / `perplexity` (include/staticlm/verify.hpp)
 // against independent sources: the golden fixtures' transformers logits, the
 // fixtures' own weights (embedding rows) and a perplexity computed by
-// transformers (tools/reference.py perplexity, committed as JSON).
+// transformers (tools/fixtures/reference.py perplexity, committed as JSON).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // UTF-8 handling and the hand-written Llama 3 / GPT-2 pre-tokenizer splitters.
 // The splitters reproduce the leftmost-first, greedy-with-backtracking result
 // Oniguruma gives for each alternative; comments show the alternative.
-#include "model/tokenizer_json_unicode.hpp"
+#include "tokenizer/tokenizer_json_unicode.hpp"
 
 #include <algorithm>
 

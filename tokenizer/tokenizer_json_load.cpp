@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "model/tokenizer_json.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm {

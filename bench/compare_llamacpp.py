@@ -9,8 +9,8 @@ and `staticlm bench --json` at the same thread count, and prints both tok/s and 
 The two run alternately for --rounds rounds (default 5); the ratio column is the median of
 the per-round ratios, so slow drifts of the shared machine's bandwidth cancel out.
 
-  /opt/slm-py/bin/python tools/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
-  /opt/slm-py/bin/python tools/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
+  /opt/slm-py/bin/python bench/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
+  /opt/slm-py/bin/python bench/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
 
 Needs `pip install gguf llama-cpp-python` in the venv (see README, "Measuring").
 GGUF files are cached in --workdir (default /tmp/staticlm-gguf) and reused.

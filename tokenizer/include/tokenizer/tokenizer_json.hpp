@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/tokenizer.hpp"
-#include "model/tokenizer_json_unicode.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "tokenizer/tokenizer_json_unicode.hpp"
 
 namespace staticlm::tokjson {
 

@@ -12,7 +12,7 @@
 #include "staticlm/error.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/verify.hpp"
-#include "tools/commands.hpp"
+#include "commands.hpp"
 
 namespace staticlm::cli {
 

@@ -1,7 +1,7 @@
 // Encoding and decoding for tokenizer.json BPE tokenizers, following the
 // Hugging Face `tokenizers` pipeline: added tokens -> normalizer ->
 // pre-tokenizer -> BPE (merge ranks, byte fallback, unk) and the decoder chain.
-#include "model/tokenizer_json.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 
 #include <algorithm>
 #include <cstring>

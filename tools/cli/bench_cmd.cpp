@@ -10,7 +10,7 @@
 
 #include "staticlm/error.hpp"
 #include "staticlm/probe.hpp"
-#include "tools/commands.hpp"
+#include "commands.hpp"
 
 namespace staticlm::cli {
 

@@ -1,7 +1,7 @@
 // SentencePiece tokenizer (tokenizer.model) through libsentencepiece, with the
 // BOS/EOS settings of tokenizer_config.json. Decoding follows the library's own
 // rules (byte-fallback pieces, the dropped leading space, control tokens).
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 #include <fstream>
 #include <iterator>

@@ -13,8 +13,8 @@
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
-#include "tools/cli_args.hpp"
-#include "tools/commands.hpp"
+#include "cli_args.hpp"
+#include "commands.hpp"
 
 namespace staticlm::cli {
 

@@ -1,7 +1,7 @@
 // Streaming decode over any Tokenizer, and the choice of tokenizer file for a
 // model directory. StreamDecoder decodes a short window of recent ids and emits
 // the difference, so it follows the tokenizer's own decode rules exactly.
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // Flag parsing for the staticlm CLI (--name value, --name=value, --switch).
-#include "tools/cli_args.hpp"
+#include "cli_args.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -10,7 +10,7 @@
 #include "kernels/memory.hpp"
 #include "staticlm/types.hpp"
 #include "model/config.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "model/weights.hpp"
 
 namespace staticlm {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "staticlm/error.hpp"
-#include "tools/commands.hpp"
+#include "commands.hpp"
 
 namespace staticlm::cli {
 

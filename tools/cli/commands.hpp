@@ -9,7 +9,7 @@
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
-#include "tools/cli_args.hpp"
+#include "cli_args.hpp"
 
 namespace staticlm::cli {
 
