@@ -26,36 +26,7 @@ constexpr Shape kShapes[] = {
     {2048, 128256, true}, {1536, 2048, false}, {1536, 256, false},  {1536, 6144, false},
     {1536, 12288, false}, {6144, 1536, false}, {1536, 262144, true},
 };
-constexpr WeightType kTypes[] = {WeightType::q8, WeightType::f16, WeightType::bf16,
-                                 WeightType::f32};
 constexpr int kMs[] = {1, 16, 64, 512};
-
-// The layout sizes documented in kernels.hpp; used when packed_bytes() is not
-// implemented yet (a stub returning 0) so the lab still allocates real buffers.
-size_t documented_bytes(WeightType type, int n, int k) {
-    const size_t panels = (size_t(n) + kernels::kPanelRows - 1) / kernels::kPanelRows;
-    switch (type) {
-        case WeightType::f32: return panels * size_t(k) * 16 * 4;
-        case WeightType::f16: return panels * size_t(k) * 16 * 2;
-        case WeightType::bf16: return panels * size_t((k + 1) / 2) * 16 * 2 * 2;
-        case WeightType::q8: return panels * size_t((k + 31) / 32) * 544;
-    }
-    return 0;
-}
-
-size_t weight_bytes(WeightType type, int n, int k) {
-    const size_t b = kernels::packed_bytes(type, n, k);
-    return b ? b : documented_bytes(type, n, k);
-}
-
-size_t scratch_bytes(WeightType type, int m, int k) {
-    size_t b = kernels::matmul_scratch_bytes(type, m, k);
-    if (b == 0 && type == WeightType::q8) {  // stubbed format: the documented layout
-        const size_t kp = size_t(kernels::padded_k(type, k));
-        b = size_t(m) * align64(kp + kp / 32 * 8);
-    }
-    return b;
-}
 
 // The packed weights of the shape being benchmarked, plus copies for rotation.
 // One set is kept at a time: benchmarks of one (type, n, k) are registered
@@ -102,7 +73,7 @@ const PackedSet& packed(WeightType type, int n, int k, int copies) {
     s.type = type;
     s.n = n;
     s.k = k;
-    s.bytes = weight_bytes(type, n, k);
+    s.bytes = kernels::packed_bytes(type, n, k);
     s.stride = align64(s.bytes);
     s.copies = copies;
     s.buf = Buffer(s.stride * size_t(copies));
@@ -128,23 +99,28 @@ struct Case {
     int m, k, n;
 };
 
+// The peak of the arithmetic the format's matmul uses (bf16 dot products only
+// where the CPU has them).
 double peak_for(WeightType type) {
     const Ceilings& c = ceilings();
-    if (type == WeightType::q8) return c.int8_gops;
-    if (type == WeightType::bf16 && c.bf16_gflops > 0) return c.bf16_gflops;
+    switch (weight_type_info(type).math) {
+        case WeightMath::int8: return c.int8_gops;
+        case WeightMath::bf16: return c.bf16_gflops > 0 ? c.bf16_gflops : c.fp32_gflops;
+        case WeightMath::fp32: return c.fp32_gflops;
+    }
     return c.fp32_gflops;
 }
 
 void bm_matmul(benchmark::State& st, Case c) {
     const kernels::KernelTable& kt = kernels::table();
     const int threads = options().threads;
-    const size_t wbytes = weight_bytes(c.type, c.n, c.k);
+    const size_t wbytes = kernels::packed_bytes(c.type, c.n, c.k);
     const int copies = c.m == 1 ? rotation_copies(wbytes) : 1;
     const PackedSet& set = packed(c.type, c.n, c.k, copies);
 
     Buffer x(size_t(c.m) * size_t(c.k) * 4);  // [m][k]
     Buffer y(size_t(c.m) * size_t(c.n) * 4);  // [m][n]
-    Buffer scratch(scratch_bytes(c.type, c.m, c.k));
+    Buffer scratch(kernels::matmul_scratch_bytes(c.type, c.m, c.k));
     fill_f32(x.as<float>(), size_t(c.m) * size_t(c.k), 7, 1.0f);
 
     int copy = 0;
@@ -170,15 +146,20 @@ void bm_matmul(benchmark::State& st, Case c) {
     st.counters["copies"] = set.copies;
 }
 
+// lm_head shapes: decode for every format; a few prefill rows only for the
+// formats a real run would use there (the f32/bf16 lm_head at M > 1 takes
+// seconds). Keyed by name: a format not listed gets decode only.
+struct HeadRows {
+    const char* format;
+    int max_m;
+};
+constexpr HeadRows kHeadRows[] = {{"q8", 64}, {"f16", 16}};
+
 bool wanted(const Shape& s, WeightType type, int m) {
-    if (!s.vocab) return true;
-    // lm_head: decode for every type; a few prefill rows only for the formats
-    // a real run would use there (the f32/bf16 lm_head at M>1 takes seconds).
-    switch (type) {
-        case WeightType::q8: return m <= 64;
-        case WeightType::f16: return m <= 16;
-        default: return m == 1;
-    }
+    if (!s.vocab || m == 1) return true;
+    for (const HeadRows& h : kHeadRows)
+        if (std::string(h.format) == weight_type_name(type)) return m <= h.max_m;
+    return false;
 }
 
 void add(const Case& c) {
@@ -197,12 +178,12 @@ void release_matmul_weights() {
 
 void register_matmul(const Options& opts) {
     if (opts.quick) {
-        for (WeightType t : kTypes)
+        for (WeightType t : weight_types())
             for (int m : {1, 16}) add({t, m, 2048, 512});
         return;
     }
     for (const Shape& s : kShapes)
-        for (WeightType t : kTypes)
+        for (WeightType t : weight_types())
             for (int m : kMs)
                 if (wanted(s, t, m)) add({t, m, s.k, s.n});
 }

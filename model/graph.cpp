@@ -149,17 +149,17 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.attn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("attn_norm", il, ws.xn, t, c.hidden, h);
 
-    kernels::matmul(kt, lw.q, ws.xn, h, t, ws.q, ldq, ws.matmul_scratch, a.n_threads);
+    // q, k and v read the same normed rows: one fused call (x converted once,
+    // one parallel region); layers that reuse another layer's K/V project q only.
+    const kernels::MatmulOut qkv[3] = {{&lw.q, ws.q, ldq}, {&lw.k, ws.k, ldkv}, {&lw.v, ws.v, ldkv}};
+    const int n_proj = !owns ? 1 : lc.k_eq_v ? 2 : 3;
+    kernels::matmul_many(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
     kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
     if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
 
     if (owns) {
-        kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
-        if (lc.k_eq_v)
-            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
-        else
-            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
+        if (lc.k_eq_v) std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
         const int rows = t * lc.n_kv_heads;
         if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
         if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
@@ -207,8 +207,8 @@ void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws
 
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.ffn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("ffn_norm", il, ws.xn, t, c.hidden, h);
-    kernels::matmul(kt, lw.gate, ws.xn, h, t, ws.gate, size_t(f), ws.matmul_scratch, a.n_threads);
-    kernels::matmul(kt, lw.up, ws.xn, h, t, ws.up, size_t(f), ws.matmul_scratch, a.n_threads);
+    const kernels::MatmulOut gate_up[2] = {{&lw.gate, ws.gate, size_t(f)}, {&lw.up, ws.up, size_t(f)}};
+    kernels::matmul_many(kt, gate_up, 2, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     const auto act = c.activation == Activation::silu ? kt.silu_mul : kt.gelu_tanh_mul;
     act(ws.gate, ws.up, size_t(t) * size_t(f), ws.gate);
     kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ struct slm_model {
 struct slm_session {
     staticlm::Session session;
 };
+
+// The C enum is the C++ one by number: formats are converted by value, names
+// go through staticlm::parse_weight_type.
+static_assert(int(SLM_WEIGHTS_Q8) == int(staticlm::WeightType::q8) &&
+              int(SLM_WEIGHTS_F16) == int(staticlm::WeightType::f16) &&
+              int(SLM_WEIGHTS_BF16) == int(staticlm::WeightType::bf16) &&
+              int(SLM_WEIGHTS_F32) == int(staticlm::WeightType::f32));
 
 namespace {
 
@@ -48,14 +56,29 @@ extern "C" {
 
 const char* slm_last_error(void) { return g_error.c_str(); }
 
+int slm_weights_from_name(const char* name) {
+    if (!name) return -1;
+    const std::optional<staticlm::WeightType> t = staticlm::parse_weight_type(name);
+    return t ? int(*t) : -1;
+}
+
+const char* slm_weights_name(slm_weights weights) {
+    const std::optional<staticlm::WeightType> t = staticlm::weight_type_from_id(int(weights));
+    return t ? staticlm::weight_type_name(*t) : "?";
+}
+
 slm_status slm_model_load(const char* dir, slm_weights weights, int threads, slm_model** out) {
     if (!dir || !out) return null_arg("dir/out");
     return guard([&] {
         staticlm::LoadOptions o;
-        o.weights = weights == SLM_WEIGHTS_F16    ? staticlm::WeightType::f16
-                    : weights == SLM_WEIGHTS_BF16 ? staticlm::WeightType::bf16
-                    : weights == SLM_WEIGHTS_F32  ? staticlm::WeightType::f32
-                                                  : staticlm::WeightType::q8;
+        // slm_weights values are the WeightType numbers (checked below).
+        const std::optional<staticlm::WeightType> type = staticlm::weight_type_from_id(int(weights));
+        if (!type)
+            throw staticlm::Error(staticlm::ErrorKind::config,
+                                  "unknown weight type " + std::to_string(int(weights)) + " (known: " +
+                                      staticlm::weight_type_choices() + " = 0.." +
+                                      std::to_string(staticlm::weight_types().size() - 1) + ")");
+        o.weights = *type;
         o.threads = threads;
         auto m = std::make_unique<slm_model>();
         m->model = staticlm::load_model(dir, o);

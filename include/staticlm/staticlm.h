@@ -23,6 +23,11 @@ typedef int slm_status;
 
 const char* slm_last_error(void);
 
+/* Weight formats by name ("q8", "f16", "bf16", "f32"): the slm_weights value,
+ * or -1 for a name that is none; and back ("?" for a value that is none). */
+int slm_weights_from_name(const char* name);
+const char* slm_weights_name(slm_weights weights);
+
 slm_status slm_model_load(const char* dir, slm_weights weights, int threads, slm_model** out);
 void slm_model_free(slm_model* model);
 int slm_model_vocab(const slm_model* model);

@@ -66,7 +66,8 @@ int cmd_bench(const Args& a) {
         model = synthetic_model(name, weight_type_from_args(a), 1, load_threads);
     }
     const ModelConfig& c = model_config(*model);
-    const bool q8 = model_weight_type(*model) == WeightType::q8;
+    // The ratio of prefill is to the peak of the arithmetic the format's matmul uses.
+    const bool int8 = weight_type_info(model_weight_type(*model)).math == WeightMath::int8;
 
     // Deterministic token ids spread over the vocabulary.
     std::vector<int> prompt(static_cast<size_t>(pp));
@@ -107,7 +108,7 @@ int cmd_bench(const Args& a) {
         run.gops = run.prefill.mean * 2.0 * params / 1e9;
         run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
         run.machine = measure_ceilings(run.threads);
-        run.r_peak = run.gops / (q8 ? run.machine.int8_gops : run.machine.fp32_gflops);
+        run.r_peak = run.gops / (int8 ? run.machine.int8_gops : run.machine.fp32_gflops);
         run.r_bw = run.gbps / run.machine.read_gb_per_s;
         runs.push_back(run);
     }
@@ -134,7 +135,7 @@ int cmd_bench(const Args& a) {
         std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS\n",
                     r.threads, r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
         std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
-                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, q8 ? "int8" : "fp32");
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, int8 ? "int8" : "fp32");
         std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
     }

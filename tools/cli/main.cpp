@@ -34,7 +34,7 @@ constexpr const char* kUsage =
     "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
     "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"
     "  perplexity --model DIR --file F [--ctx N]\n"
-    "common flags: --weights q8|f16|bf16|f32  --kv f16|f32  --threads N  --max-seq K\n"
+    "common flags: --weights %s  --kv f16|f32  --threads N  --max-seq K\n"
     "  --prefill-buckets LIST  --append-buckets LIST  --temp T  --top-k K  --top-p P\n"
     "  --min-p P  --repeat-penalty R  --seed S  --stop TEXT\n";
 
@@ -148,9 +148,21 @@ int cmd_info(const Args& a) {
     return 0;
 }
 
+// kUsage with the weight formats filled in (q8|f16|bf16|f32).
+std::string usage() {
+    std::string formats;
+    for (WeightType t : weight_types()) {
+        if (!formats.empty()) formats += '|';
+        formats += weight_type_name(t);
+    }
+    const std::string text(kUsage);
+    const size_t at = text.find("%s");
+    return text.substr(0, at) + formats + text.substr(at + 2);
+}
+
 }  // namespace
 
-void print_usage() { std::fputs(kUsage, stderr); }
+void print_usage() { std::fputs(usage().c_str(), stderr); }
 
 int run(int argc, char** argv) {
     if (argc < 2) {
@@ -159,7 +171,7 @@ int run(int argc, char** argv) {
     }
     const std::string cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-        std::fputs(kUsage, stdout);
+        std::fputs(usage().c_str(), stdout);
         return 0;
     }
     if (cmd == "verify") return cmd_verify(argc, argv);

@@ -176,7 +176,8 @@ int cmd_verify(int argc, char** argv) {
                 a.str("model").c_str(), weight_type_name(lo.weights),
                 kv_type_name(settings_from_args(a).kv), a.str("reference").c_str(), ref.length(),
                 ref.vocab, ref.greedy_ids.size());
-    const double max_peir = percent_flag(a, "max-peir", lo.weights == WeightType::f32 ? 1e-4 : 1e-2);
+    // Formats that keep the f32 weights exactly get the tight default budget.
+    const double max_peir = percent_flag(a, "max-peir", weight_type_info(lo.weights).exact ? 1e-4 : 1e-2);
     const double min_top1 = a.number("min-top1", 0.99);
 
     if (a.has("dump")) {

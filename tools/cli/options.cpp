@@ -24,11 +24,8 @@ const std::vector<std::string>& common_switches() {
 
 WeightType weight_type_from_args(const Args& a) {
     const std::string w = a.str("weights", "q8");
-    if (w == "q8") return WeightType::q8;
-    if (w == "f16") return WeightType::f16;
-    if (w == "bf16") return WeightType::bf16;
-    if (w == "f32") return WeightType::f32;
-    throw UsageError("--weights must be q8, f16, bf16 or f32, got '" + w + "'");
+    if (const std::optional<WeightType> t = parse_weight_type(w)) return *t;
+    throw UsageError("--weights must be " + weight_type_choices() + ", got '" + w + "'");
 }
 
 namespace {

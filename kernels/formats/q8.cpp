@@ -1,0 +1,53 @@
+// The q8 format's entry: int8 weights in 16-row panels of Q8Blocks (layout in
+// kernels/formats/q8.hpp), int8 activation rows as matmul scratch.
+#include <cstring>
+#include <string>
+
+#include "kernels/formats/format.hpp"
+#include "kernels/formats/q8.hpp"
+#include "staticlm/error.hpp"
+
+namespace staticlm::kernels {
+
+namespace {
+
+size_t panel_size(int k) { return size_t(q8_groups(k)) * sizeof(Q8Block); }
+
+size_t matrix_size(int n, int k) {
+    if (k < 1)
+        throw Error(ErrorKind::input, "q8 matrix needs k >= 1, got n=" + std::to_string(n) +
+                                          " k=" + std::to_string(k));
+    return detail::panels(n) * panel_size(k);
+}
+
+size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+
+void read_row(const PackedMatrix& w, int row, float scale, float* out) {
+    detail::check_row(w, row);
+    const int p = row / kPanelRows, r = row % kPanelRows;
+    const auto* blocks = reinterpret_cast<const Q8Block*>(w.data + size_t(p) * panel_size(w.k));
+    for (int i = 0; i < w.k; ++i) {
+        const Q8Block& b = blocks[i / kQ8Group];
+        const int j = i % kQ8Group;
+        uint16_t s16;
+        std::memcpy(&s16, &b.scale[r], 2);  // blocks are 2-byte aligned only in odd panels
+        const int q = int(b.q[j / 4][r][j % 4]) - 128;
+        out[i] = float(q) * f16_to_f32(s16) * scale;
+    }
+}
+
+}  // namespace
+
+const FormatInfo formats::q8 = {
+    .traits = {WeightType::q8, "q8", WeightMath::int8, false,
+               double(sizeof(Q8Block)) / (kPanelRows * kQ8Group)},
+    .k_align = kQ8Group,
+    .panel_bytes = panel_size,
+    .packed_bytes = matrix_size,
+    .scratch_bytes = scratch_size,
+    .unpack_row = read_row,
+};
+
+size_t q8_act_row_bytes(int k) { return q8_act_layout(k).stride; }
+
+}  // namespace staticlm::kernels
