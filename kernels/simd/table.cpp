@@ -49,6 +49,7 @@ void fill_table(KernelTable& t, const CpuFeatures& cpu) {
     t.to_f16 = to_f16;
     t.from_f16 = from_f16;
     t.pack_panel = pack_panel;
+    t.uniform_row = uniform_row;
     t.peaks = peak_loops(cpu);
 }
 

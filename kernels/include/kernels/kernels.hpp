@@ -210,6 +210,10 @@ using FromF16Fn = void (*)(const uint16_t* x, size_t n, float* y);
 using PackPanelFn = void (*)(WeightType type, SrcType src_type, const void* src, size_t ld, int rows,
                              int k, std::byte* dst);
 
+// out[j] = amp · (2u_j - 1) with u_j in [0, 1) a hash of (key, j): the
+// deterministic weights of synthetic models, the same bits on every target.
+using UniformRowFn = void (*)(uint64_t key, int n, float amp, float* out);
+
 struct KernelTable {
     Target target = Target::generic;
     // Indexed by WeightType: every format's pack and matmul bodies.
@@ -234,6 +238,7 @@ struct KernelTable {
     ToF16Fn to_f16 = nullptr;
     FromF16Fn from_f16 = nullptr;
     PackPanelFn pack_panel = nullptr;
+    UniformRowFn uniform_row = nullptr;
     PeakLoops peaks;
 };
 

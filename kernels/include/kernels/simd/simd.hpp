@@ -49,6 +49,9 @@ void from_f16(const uint16_t* x, size_t n, float* y);
 // probe.cpp
 PeakLoops peak_loops(const CpuFeatures& cpu);
 
+// random.cpp
+void uniform_row(uint64_t key, int n, float amp, float* out);
+
 void fill_table(KernelTable& table, const CpuFeatures& cpu);
 
 }  // namespace staticlm::kernels::STATICLM_NS
