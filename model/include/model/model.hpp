@@ -33,7 +33,9 @@ public:
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     size_t weight_bytes() const { return arena_.size(); }
     double load_seconds() const { return load_seconds_; }
-    // Every weight with its role, name and shape (api.cpp counts matmuls from it).
+    // Every weight with its role, name and shape (api.cpp counts matmuls from
+    // it). Entries point into this Model's weights: a Model is not moved once
+    // loaded (the loaders build it in its shared_ptr).
     const std::vector<WeightEntry>& plan() const { return plan_; }
     // What the loader noticed but did not refuse (tensors the model does not
     // use, a head that overrides tying): one line each, for the caller to show.
