@@ -159,11 +159,11 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
     const FamilyDescriptor& family = *checkpoint.family;
     const SafetensorsSet files(dir);
 
-    // The first of the family's prefixes under which the embedding exists.
-    detail::TensorNaming names{family.hf_name, std::string(family.hf_prefixes.back())};
-    for (std::string_view p : family.hf_prefixes)
-        if (files.find(family.hf_name(WeightRole::embed, -1, nullptr, p))) {
-            names.prefix = p;
+    // The first of the family's layouts whose embedding exists.
+    detail::TensorNaming names{family.hf_name, family.hf_layouts.back()};
+    for (const TensorLayout& layout : family.hf_layouts)
+        if (files.find(family.hf_name(WeightRole::embed, -1, nullptr, layout))) {
+            names.layout = layout;
             break;
         }
     decide_tying(c, files, names, model->warnings_);

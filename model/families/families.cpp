@@ -35,8 +35,8 @@ const ChatTemplate kPlainChat{
     .user_separator = "\n",
 };
 
-std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, std::string_view prefix) {
-    const std::string p(prefix);
+std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, const TensorLayout& layout) {
+    const std::string p(layout.decoder);
     const std::string lp = p + "layers." + std::to_string(layer) + ".";
     // Sandwich-norm layers (Gemma) name the pre-FFN norm pre_feedforward_layernorm and
     // use post_attention_layernorm for the attention output; Llama's pre-FFN norm
@@ -45,7 +45,7 @@ std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, st
     switch (role) {
         case WeightRole::embed: return p + "embed_tokens.weight";
         case WeightRole::final_norm: return p + "norm.weight";
-        case WeightRole::lm_head: return "lm_head.weight";
+        case WeightRole::lm_head: return std::string(layout.head);
         case WeightRole::embed_per_layer: return p + "embed_tokens_per_layer.weight";
         case WeightRole::per_layer_model_proj: return p + "per_layer_model_projection.weight";
         case WeightRole::per_layer_proj_norm: return p + "per_layer_projection_norm.weight";

@@ -203,7 +203,7 @@ constexpr ConfigForm kForms[] = {
 };
 constexpr std::string_view kGguf[] = {"gemma4"};
 // Multimodal checkpoints keep the decoder under model.language_model.
-constexpr std::string_view kPrefixes[] = {"model.language_model.", "model."};
+constexpr TensorLayout kLayouts[] = {{"model.language_model.", "lm_head.weight"}, {"model.", "lm_head.weight"}};
 constexpr IgnoredTensors kIgnored[] = {
     {"model.vision_tower.", "vision tower"},
     {"model.audio_tower.", "audio tower"},
@@ -237,7 +237,7 @@ const FamilyDescriptor kGemma4Family{
     .gguf_architectures = kGguf,
     .parse = parse_gemma4,
     .parse_gguf = nullptr,
-    .hf_prefixes = kPrefixes,
+    .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,
     .ignored = kIgnored,
     .chat = &kGemma4Chat,

@@ -100,7 +100,7 @@ constexpr ConfigForm kForms[] = {
     {.architecture = "LlamaForCausalLM", .model_type = "llama", .nested = false, .tie_default = false},
 };
 constexpr std::string_view kGguf[] = {"llama"};
-constexpr std::string_view kPrefixes[] = {"model."};
+constexpr TensorLayout kLayouts[] = {{"model.", "lm_head.weight"}};
 
 }  // namespace
 
@@ -128,7 +128,7 @@ const FamilyDescriptor kLlamaFamily{
     .gguf_architectures = kGguf,
     .parse = parse_llama,
     .parse_gguf = nullptr,
-    .hf_prefixes = kPrefixes,
+    .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,
     .ignored = {},
     .chat = &kLlama3Chat,

@@ -22,13 +22,22 @@ struct ConfigReader;
 }
 struct GgufMetadata;  // the key/values of a GGUF file (no reader yet)
 
+// Where a checkpoint keeps the decoder: the prefix of its tensors and the
+// name of the output head. Multimodal checkpoints differ: Gemma 4 saves
+// model.language_model.* + lm_head.weight, Gemma 3 language_model.model.* +
+// language_model.lm_head.weight.
+struct TensorLayout {
+    std::string_view decoder = "model.";
+    std::string_view head = "lm_head.weight";
+};
+
 // The checkpoint name of a role: layer -1 and lc null for model-level roles.
 using TensorNameFn = std::string (*)(WeightRole role, int layer, const LayerConfig* lc,
-                                     std::string_view prefix);
+                                     const TensorLayout& layout);
 
 // Hugging Face names of Llama-style decoders (Llama, Gemma 1-4):
-// <prefix>layers.N.self_attn.q_proj.weight, ..., lm_head.weight.
-std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, std::string_view prefix);
+// <decoder>layers.N.self_attn.q_proj.weight, ..., and the layout's head.
+std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, const TensorLayout& layout);
 
 // One way config.json names a family.
 struct ConfigForm {
@@ -58,9 +67,9 @@ struct FamilyDescriptor {
     ModelConfig (*parse)(const detail::ConfigReader& decoder, const detail::ConfigReader& top);
     // GGUF metadata → ModelConfig; null until the GGUF reader exists.
     ModelConfig (*parse_gguf)(const GgufMetadata& meta);
-    // Prefixes of the decoder's tensors, tried in order: the first under which
-    // embed_tokens.weight exists is used (the last when none is found).
-    std::span<const std::string_view> hf_prefixes;
+    // Where the decoder's tensors may be, tried in order: the first layout whose
+    // embedding exists is used (the last when none is found).
+    std::span<const TensorLayout> hf_layouts;
     TensorNameFn hf_name;
     std::span<const IgnoredTensors> ignored;
     const ChatTemplate* chat;  // null: the family has no chat template of its own

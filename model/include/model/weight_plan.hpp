@@ -16,13 +16,13 @@
 
 namespace staticlm::detail {
 
-// How tensors are named: a family's naming function and the prefix of the
-// decoder's tensors ("model." or "model.language_model." for HF checkpoints).
+// How tensors are named: a family's naming function and where the
+// checkpoint keeps the decoder (model.* and lm_head.weight by default).
 struct TensorNaming {
     TensorNameFn fn = hf_tensor_name;
-    std::string prefix = "model.";
+    TensorLayout layout;
     std::string operator()(WeightRole role, int layer, const LayerConfig* lc) const {
-        return fn(role, layer, lc, prefix);
+        return fn(role, layer, lc, layout);
     }
 };
 
