@@ -1,6 +1,7 @@
 // Matmul benchmarks: q8/f16/bf16/f32 weights at the real Llama-3.2-1B and
 // Gemma-4-E2B projection shapes, M = 1 (decode, GB/s of weights vs read
-// bandwidth) and M = 16..512 (prefill, GOPS vs the arithmetic peak).
+// bandwidth) and M = 16..512 (prefill, GOPS vs the arithmetic peak); and the
+// fused products of the graph (q/k/v, gate/up) against separate calls.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -169,6 +170,98 @@ void add(const Case& c) {
     benchmark::RegisterBenchmark(name.c_str(), bm_matmul, c)->UseRealTime();
 }
 
+// Products that read the same rows, as the graph runs them: one fused
+// matmul_many call (one parallel region, x converted once) against the same
+// products as separate matmul calls. Llama-3.2-1B: q/k/v K2048 -> 2048, 512,
+// 512; gate/up K2048 -> 8192 twice.
+struct Group {
+    const char* name;
+    int k;
+    std::vector<int> ns;
+};
+
+struct GroupCase {
+    WeightType type;
+    const Group* group;
+    int m;
+    bool fused;
+};
+
+void bm_matmul_group(benchmark::State& st, GroupCase c) {
+    const kernels::KernelTable& kt = kernels::table();
+    const int threads = options().threads, k = c.group->k, m = c.m;
+    const size_t n_mats = c.group->ns.size();
+    std::vector<size_t> bytes, offset;
+    size_t set_bytes = 0;
+    for (int n : c.group->ns) {
+        bytes.push_back(kernels::packed_bytes(c.type, n, k));
+        offset.push_back(set_bytes);
+        set_bytes += align64(bytes.back());
+    }
+    const int copies = m == 1 ? rotation_copies(set_bytes) : 1;
+    Buffer w(set_bytes * size_t(copies));
+    std::vector<Buffer> ys;
+    for (size_t i = 0; i < n_mats; ++i) {
+        const int n = c.group->ns[i];
+        Buffer src(size_t(n) * size_t(k) * 2);
+        fill_bf16(src.as<uint16_t>(), size_t(n) * size_t(k), uint64_t(n) * 131 + i, 0.05f);
+        kernels::pack_weights(c.type, SrcType::bf16, src.data(), n, k, 0, n, w.data() + offset[i]);
+        ys.emplace_back(size_t(m) * size_t(n) * 4);
+    }
+    for (int cp = 1; cp < copies; ++cp) std::memcpy(w.data() + set_bytes * size_t(cp), w.data(), set_bytes);
+    Buffer x(size_t(m) * size_t(k) * 4);
+    Buffer scratch(kernels::matmul_scratch_bytes(c.type, m, k));
+    fill_f32(x.as<float>(), size_t(m) * size_t(k), 7, 1.0f);
+
+    int copy = 0;
+    CallTimer timer;
+    std::vector<PackedMatrix> mats(n_mats);
+    std::vector<kernels::MatmulOut> outs(n_mats);
+    for (auto _ : st) {
+        for (size_t i = 0; i < n_mats; ++i) {
+            mats[i] = PackedMatrix{c.type, c.group->ns[i], k,
+                                   w.data() + set_bytes * size_t(copy) + offset[i], bytes[i]};
+            outs[i] = {&mats[i], ys[i].as<float>(), size_t(c.group->ns[i])};
+        }
+        timer.start();
+        if (c.fused)
+            kernels::matmul_many(kt, outs.data(), int(n_mats), x.as<float>(), size_t(k), m,
+                                 scratch.data(), threads);
+        else
+            for (const kernels::MatmulOut& o : outs)
+                kernels::matmul(kt, *o.w, x.as<float>(), size_t(k), m, o.y, o.ldy, scratch.data(),
+                                threads);
+        benchmark::ClobberMemory();
+        timer.stop();
+        if (++copy == copies) copy = 0;
+    }
+    const double seconds = timer.seconds(options().mean);
+    if (timer.calls() == 0 || seconds <= 0) return;
+    double weights = 0, ops = 0;
+    for (size_t i = 0; i < n_mats; ++i) {
+        weights += double(bytes[i]);
+        ops += 2.0 * m * double(c.group->ns[i]) * k;
+    }
+    if (m == 1)
+        set_figure(st, "GB/s", weights / seconds * 1e-9, "ratio_bw", ceilings().read_gb_per_s);
+    else
+        set_figure(st, "GOPS", ops / seconds * 1e-9, "ratio_peak", peak_for(c.type));
+    st.counters["copies"] = copies;
+}
+
+const Group kGroups[] = {{"qkv", 2048, {2048, 512, 512}}, {"gate_up", 2048, {8192, 8192}}};
+const Group kQuickGroup = {"qkv", 256, {256, 64, 64}};
+
+void add_group(WeightType type, const Group& g, int m) {
+    for (bool fused : {false, true}) {
+        const std::string name = std::string("matmul_many/") + weight_type_name(type) + "/" +
+                                 g.name + "/K" + std::to_string(g.k) + "/M" + std::to_string(m) +
+                                 (fused ? "/fused" : "/separate");
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul_group, GroupCase{type, &g, m, fused})
+            ->UseRealTime();
+    }
+}
+
 }  // namespace
 
 void release_matmul_weights() {
@@ -180,12 +273,16 @@ void register_matmul(const Options& opts) {
     if (opts.quick) {
         for (WeightType t : weight_types())
             for (int m : {1, 16}) add({t, m, 2048, 512});
+        for (int m : {1, 16}) add_group(WeightType::q8, kQuickGroup, m);
         return;
     }
     for (const Shape& s : kShapes)
         for (WeightType t : weight_types())
             for (int m : kMs)
                 if (wanted(s, t, m)) add({t, m, s.k, s.n});
+    for (const Group& g : kGroups)
+        for (WeightType t : {WeightType::q8, WeightType::f16})
+            for (int m : {1, 64, 512}) add_group(t, g, m);
 }
 
 }  // namespace staticlm::bench
