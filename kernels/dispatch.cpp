@@ -71,8 +71,8 @@ CpuFeatures detect() {
     CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    const bool f16c = cpuid_bit(1, 0, 2, 29);     // CPUID.1:ECX[29]
-    const bool avxvnni = cpuid_bit(7, 1, 0, 4);   // CPUID.(7,1):EAX[4]
+    const bool f16c = cpuid_bit(1, 0, 2, 29);    // CPUID.1:ECX[29]
+    const bool avxvnni = cpuid_bit(7, 1, 0, 4);  // CPUID.(7,1):EAX[4]
     f.avx2_fma_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     f.avx_vnni = f.avx2_fma_f16c && avxvnni;
     f.avx512 = f.avx2_fma_f16c && __builtin_cpu_supports("avx512f") &&

@@ -120,7 +120,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
     const int n_threads = detail::resolve_threads(threads);
     const long n_tasks = long(tasks.size());
     // Each task packs its rows as a sub-matrix into its panels: every layout
-    // in kernels.hpp is panel-major, so rows [n0, n1) with n0 % 16 == 0 start
+    // of kernels/formats/ is panel-major, so rows [n0, n1) with n0 % 16 == 0 start
     // at panel n0/16. Checked once here against packed_bytes.
     for (size_t i = 0; i < plan.size(); ++i) {
         const WeightEntry& e = plan[i];

@@ -16,8 +16,8 @@ size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * bf16_act_row
 
 void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     detail::check_row(w, row);
-    const auto* steps = reinterpret_cast<const Bf16PairStep*>(
-        w.data + size_t(row / kPanelRows) * panel_size(w.k));
+    const auto* steps =
+        reinterpret_cast<const Bf16PairStep*>(w.data + size_t(row / kPanelRows) * panel_size(w.k));
     const int r = row % kPanelRows;
     for (int i = 0; i < w.k; ++i) out[i] = bf16_to_f32(steps[i / 2].v[r][i & 1]) * scale;
 }

@@ -15,8 +15,8 @@ size_t scratch_size(int, int) { return 0; }
 
 void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     detail::check_row(w, row);
-    const auto* steps =
-        reinterpret_cast<const PanelStep<float>*>(w.data + size_t(row / kPanelRows) * panel_size(w.k));
+    const auto* steps = reinterpret_cast<const PanelStep<float>*>(
+        w.data + size_t(row / kPanelRows) * panel_size(w.k));
     const int r = row % kPanelRows;
     for (int i = 0; i < w.k; ++i) out[i] = steps[i].v[r] * scale;
 }

@@ -1,10 +1,11 @@
 // The q8 format's entry: int8 weights in 16-row panels of Q8Blocks (layout in
 // kernels/formats/q8.hpp), int8 activation rows as matmul scratch.
+#include "kernels/formats/q8.hpp"
+
 #include <cstring>
 #include <string>
 
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm::kernels {

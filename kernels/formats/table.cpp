@@ -25,7 +25,8 @@ constexpr bool in_number_order() {
         if (size_t(kTypes[i]) != i) return false;
     return true;
 }
-static_assert(in_number_order(), "kernels/formats/list.hpp must list the WeightType numbers in order");
+static_assert(in_number_order(),
+              "kernels/formats/list.hpp must list the WeightType numbers in order");
 
 const FormatInfo* find(WeightType type) {
     const size_t i = size_t(type);
@@ -54,9 +55,9 @@ size_t panels(int n) {
 
 void check_row(const PackedMatrix& w, int row) {
     if (row < 0 || row >= w.n)
-        throw Error(ErrorKind::input, std::string("unpack_row: ") + format_info(w.type).traits.name +
-                                          " row " + std::to_string(row) + " out of range [0, " +
-                                          std::to_string(w.n) + ")");
+        throw Error(ErrorKind::input,
+                    std::string("unpack_row: ") + format_info(w.type).traits.name + " row " +
+                        std::to_string(row) + " out of range [0, " + std::to_string(w.n) + ")");
 }
 
 }  // namespace detail
@@ -110,15 +111,16 @@ void matmul_many(const KernelTable& kt, const MatmulOut* outs, int n_outs, const
                  size_t ldx, int m, std::byte* scratch, int n_threads) {
     if (n_outs < 1 || n_outs > kMaxMatmulOuts)
         throw Error(ErrorKind::input, "matmul_many: " + std::to_string(n_outs) +
-                                          " products, expected 1.." + std::to_string(kMaxMatmulOuts));
+                                          " products, expected 1.." +
+                                          std::to_string(kMaxMatmulOuts));
     const PackedMatrix& w0 = *outs[0].w;
     for (int i = 1; i < n_outs; ++i)
         if (outs[i].w->type != w0.type || outs[i].w->k != w0.k)
-            throw Error(ErrorKind::input,
-                        "matmul_many: product " + std::to_string(i) + " is " +
-                            format_info(outs[i].w->type).traits.name + " with k=" +
-                            std::to_string(outs[i].w->k) + ", product 0 is " +
-                            format_info(w0.type).traits.name + " with k=" + std::to_string(w0.k));
+            throw Error(ErrorKind::input, "matmul_many: product " + std::to_string(i) + " is " +
+                                              format_info(outs[i].w->type).traits.name +
+                                              " with k=" + std::to_string(outs[i].w->k) +
+                                              ", product 0 is " + format_info(w0.type).traits.name +
+                                              " with k=" + std::to_string(w0.k));
     kt.format(w0.type).matmul_many(outs, n_outs, x, ldx, m, scratch, n_threads);
 }
 

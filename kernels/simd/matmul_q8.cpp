@@ -166,7 +166,7 @@ void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std:
                     sc = quantize_weight_group(buf + g * kQ8Group, qb);
                 else
                     std::memset(qb, 128, kQ8Group);  // padding row: q = 0
-                const uint16_t h = f32_to_f16(sc);  // exact: sc is a half already
+                const uint16_t h = f32_to_f16(sc);   // exact: sc is a half already
                 std::memcpy(block + kScaleOff + size_t(r) * 2, &h, 2);
                 for (int j = 0; j < kQuads; ++j)  // q[k/4][16 rows][4]
                     std::memcpy(block + kQOff + size_t(j * kPanelRows + r) * 4, qb + 4 * j, 4);
@@ -206,9 +206,10 @@ void tile(const TileArgs& t) {
         vec::I acc[MR][NV];
 #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
-            const vec::I c = vec::kDotBiased
-                                 ? vec::iset1(load_i32(act + r * stride + a.corr_off + 4 * size_t(g)))
-                                 : vec::iset1(0);
+            const vec::I c =
+                vec::kDotBiased
+                    ? vec::iset1(load_i32(act + r * stride + a.corr_off + 4 * size_t(g)))
+                    : vec::iset1(0);
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v) acc[r][v] = c;
         }
@@ -229,9 +230,9 @@ void tile(const TileArgs& t) {
         }
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
-            const vec::F ws = vec::load(reinterpret_cast<const uint16_t*>(
-                                  blk[v / kVecPerPanel] + kScaleOff) +
-                              kL * (v % kVecPerPanel));
+            const vec::F ws =
+                vec::load(reinterpret_cast<const uint16_t*>(blk[v / kVecPerPanel] + kScaleOff) +
+                          kL * (v % kVecPerPanel));
 #pragma GCC unroll 8
             for (int r = 0; r < MR; ++r) {
                 float x_s;

@@ -99,7 +99,8 @@ TEST_CASE("matmul_many equals separate matmuls bit for bit on every target") {
     for (WeightType t : weight_types()) {
         for (int k : {1, 33, 100}) {
             // q/k/v-like widths (one narrow), gate/up-like (equal), a single panel.
-            for (const std::vector<int>& ns : std::vector<std::vector<int>>{{64, 17, 17}, {40, 40}, {5}, {16, 300, 1, 33}}) {
+            for (const std::vector<int>& ns :
+                 std::vector<std::vector<int>>{{64, 17, 17}, {40, 40}, {5}, {16, 300, 1, 33}}) {
                 std::vector<Mat> mats;
                 for (int n : ns) mats.push_back(make(t, n, k, rng));
                 for (int m : {1, 2, 7, 30}) {

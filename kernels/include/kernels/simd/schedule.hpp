@@ -25,8 +25,11 @@ inline void split(int count, int parts, int i, int& begin, int& end) {
 class GuidedRanges {
 public:
     GuidedRanges(const int* seg_end, int n_seg, int min_take, int n_threads)
-        : seg_end_(seg_end), n_seg_(n_seg), min_take_(std::max(1, min_take)),
-          div_(2 * std::max(1, n_threads)), total_(n_seg > 0 ? seg_end[n_seg - 1] : 0) {}
+        : seg_end_(seg_end),
+          n_seg_(n_seg),
+          min_take_(std::max(1, min_take)),
+          div_(2 * std::max(1, n_threads)),
+          total_(n_seg > 0 ? seg_end[n_seg - 1] : 0) {}
 
     // The next range: segment seg, units [begin, end) counted within it.
     bool next(int& seg, int& begin, int& end) {

@@ -219,15 +219,17 @@ inline F to_float(I v) { return _mm256_cvtepi32_ps(v); }
 inline I to_int(F v) { return _mm256_cvtps_epi32(v); }
 inline void store_bytes(void* p, I v) {
     // Byte 0 of each 32-bit lane to the bottom of its 128-bit half, then the halves together.
-    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                          -1, -1);
+    const __m256i pick =
+        _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m256i b = _mm256_shuffle_epi8(v, pick);
     _mm_storel_epi64(static_cast<__m128i*>(p),
                      _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
 }
 
-inline Q load_q(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline Q load_q(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
