@@ -4,10 +4,11 @@
 #include "model/config.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <unordered_set>
 
+#include "base/file.hpp"
+#include "base/json.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm {
@@ -22,6 +23,8 @@ constexpr int64_t kMaxDim = int64_t{1} << 20;     // hidden, ffn, head_dim
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxHeads = 4096;
+// A list of special token ids (eos_token_id) longer than this is not a config.
+constexpr size_t kMaxIdList = 4096;
 
 struct Reader {
     const json& j;
@@ -75,35 +78,33 @@ struct Reader {
                 fail(ErrorKind::format, key, "must be a token id or a list of token ids");
             out.push_back(int(v.get<int64_t>()));
         };
-        if (j[key].is_array())
+        if (j[key].is_array()) {
+            if (j[key].size() > kMaxIdList)
+                fail(ErrorKind::format, key, "lists " + std::to_string(j[key].size()) +
+                                                 " token ids, more than the limit of " + std::to_string(kMaxIdList));
             for (const json& v : j[key]) one(v);
-        else
+        } else
             one(j[key]);
         return out;
     }
 };
 
+// Appends the ids of `more` not yet in `ids`, in order (linear: a set of what is there).
 void add_unique(std::vector<int>& ids, const std::vector<int>& more) {
-    for (int id : more) {
-        bool seen = false;
-        for (int x : ids) seen |= x == id;
-        if (!seen) ids.push_back(id);
-    }
+    std::unordered_set<int> seen(ids.begin(), ids.end());
+    for (int id : more)
+        if (seen.insert(id).second) ids.push_back(id);
 }
 
-json parse_json(const std::string& text, const std::string& file) {
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded()) throw Error(ErrorKind::format, file + ": invalid JSON");
+json parse_object(const std::string& text, const std::string& file) {
+    json j = staticlm::parse_json(text, file);  // depth-limited; errors name the byte
     if (!j.is_object()) throw Error(ErrorKind::format, file + ": not a JSON object");
     return j;
 }
 
-std::string read_text(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, path.string() + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+// A JSON file of the model directory: regular, inside it, at most kMaxConfigFileBytes.
+std::string read_config_text(const std::filesystem::path& path) {
+    return File(path).read_all(kMaxConfigFileBytes, "a JSON config");
 }
 
 // The rope parameters of a Llama config: transformers 5 `rope_parameters`, or
@@ -435,7 +436,7 @@ void rope_apply_llama3(std::vector<float>& inv_freq, double factor, double low_f
 }
 
 ModelConfig parse_model_config(const std::string& config_json, const std::string& file_name) {
-    const json j = parse_json(config_json, file_name);
+    const json j = parse_object(config_json, file_name);
     std::string arch;
     if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
         j["architectures"][0].is_string())
@@ -463,14 +464,13 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
 ModelConfig read_model_config(const std::filesystem::path& dir) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(dir)) throw Error(ErrorKind::io, dir.string() + ": model directory not found");
-    const fs::path config_path = dir / "config.json";
-    if (!fs::exists(config_path)) throw Error(ErrorKind::io, config_path.string() + ": not found");
-    ModelConfig c = parse_model_config(read_text(config_path), config_path.string());
+    const std::optional<fs::path> config_path = model_file(dir, "config.json");
+    if (!config_path) throw Error(ErrorKind::io, (dir / "config.json").string() + ": not found");
+    ModelConfig c = parse_model_config(read_config_text(*config_path), config_path->string());
 
-    const fs::path gen_path = dir / "generation_config.json";
-    if (fs::exists(gen_path)) {
-        const json g = parse_json(read_text(gen_path), gen_path.string());
-        const std::string name = gen_path.string();
+    if (const std::optional<fs::path> gen_path = model_file(dir, "generation_config.json")) {
+        const json g = parse_object(read_config_text(*gen_path), gen_path->string());
+        const std::string name = gen_path->string();
         const Reader r{g, name, ""};
         add_unique(c.eos_ids, r.id_list("eos_token_id"));
         if (c.bos_id < 0) {
@@ -478,10 +478,9 @@ ModelConfig read_model_config(const std::filesystem::path& dir) {
             if (!bos.empty()) c.bos_id = bos[0];
         }
     }
-    const fs::path tok_path = dir / "tokenizer_config.json";
-    if (fs::exists(tok_path)) {
-        const json tc = parse_json(read_text(tok_path), tok_path.string());
-        const std::string name = tok_path.string();
+    if (const std::optional<fs::path> tok_path = model_file(dir, "tokenizer_config.json")) {
+        const json tc = parse_object(read_config_text(*tok_path), tok_path->string());
+        const std::string name = tok_path->string();
         const Reader r{tc, name, ""};
         c.add_bos = r.boolean("add_bos_token", c.add_bos);
     }
