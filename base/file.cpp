@@ -58,7 +58,8 @@ File::File(const fs::path& path) : path_(path) {
     // fstat after the open, so that what is read is what was checked.
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail_errno(path, errno, "cannot open");
-    if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::io, where(path) + ": is " + file_type_name(st.st_mode));
+    if (!S_ISREG(st.st_mode))
+        throw Error(ErrorKind::io, where(path) + ": is " + file_type_name(st.st_mode));
     fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) fail_errno(path, errno, "cannot open");
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -92,7 +93,8 @@ File& File::operator=(File&& other) noexcept {
 
 std::optional<File> File::open_if_exists(const fs::path& path) {
     struct stat st {};
-    if (path.native().find('\0') == std::string::npos && ::lstat(path.c_str(), &st) != 0 && errno == ENOENT)
+    if (path.native().find('\0') == std::string::npos && ::lstat(path.c_str(), &st) != 0 &&
+        errno == ENOENT)
         return std::nullopt;
     return File(path);
 }
@@ -104,8 +106,9 @@ void File::read_at(uint64_t offset, void* dst, size_t n) const {
         const ssize_t got = ::pread(fd_, out + done, n - done, off_t(offset + done));
         if (got < 0) {
             if (errno == EINTR) continue;
-            throw Error(ErrorKind::io, where(path_) + ": read failed at byte " + std::to_string(offset + done) +
-                                           ": " + std::strerror(errno));
+            throw Error(ErrorKind::io, where(path_) + ": read failed at byte " +
+                                           std::to_string(offset + done) + ": " +
+                                           std::strerror(errno));
         }
         if (got == 0)
             throw Error(ErrorKind::io,
@@ -148,7 +151,8 @@ std::string read_text_file(const fs::path& path, size_t max_bytes, std::string_v
 std::optional<fs::path> model_file(const fs::path& dir, std::string_view name) {
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
         name.find('\0') != std::string_view::npos)
-        throw Error(ErrorKind::format, where(dir) + ": '" + printable(name) + "' is not a file name in the directory");
+        throw Error(ErrorKind::format,
+                    where(dir) + ": '" + printable(name) + "' is not a file name in the directory");
     const fs::path p = dir / fs::path(std::string(name));
     std::error_code ec;
     const fs::file_status link = fs::symlink_status(p, ec);
@@ -161,20 +165,24 @@ std::optional<fs::path> model_file(const fs::path& dir, std::string_view name) {
     const fs::path target = fs::canonical(p, ec);
     if (ec) {
         std::error_code ec2;
-        throw Error(ErrorKind::io, where(p) + ": symbolic link to " + where(fs::read_symlink(p, ec2)) +
+        throw Error(ErrorKind::io, where(p) + ": symbolic link to " +
+                                       where(fs::read_symlink(p, ec2)) +
                                        ", which cannot be resolved: " + ec.message());
     }
     const fs::path root = fs::canonical(dir, ec);
-    if (ec) throw Error(ErrorKind::io, where(dir) + ": cannot resolve the model directory: " + ec.message());
+    if (ec)
+        throw Error(ErrorKind::io,
+                    where(dir) + ": cannot resolve the model directory: " + ec.message());
     if (inside(target, root)) return p;
     // The Hugging Face hub cache: <repo>/snapshots/<rev>/<name> -> ../../blobs/<hash>.
     if (root.parent_path().filename() == "snapshots" &&
         inside(target, root.parent_path().parent_path() / "blobs"))
         return p;
-    throw Error(ErrorKind::io, where(p) + ": symbolic link to " + where(target) +
-                                   ", outside the model directory " + where(root) +
-                                   " (only links inside it, or a Hugging Face cache snapshot's links "
-                                   "into its blobs/, are followed)");
+    throw Error(ErrorKind::io,
+                where(p) + ": symbolic link to " + where(target) +
+                    ", outside the model directory " + where(root) +
+                    " (only links inside it, or a Hugging Face cache snapshot's links "
+                    "into its blobs/, are followed)");
 }
 
 std::string printable(std::string_view s, size_t max_bytes) {
@@ -186,12 +194,17 @@ std::string printable(std::string_view s, size_t max_bytes) {
     while (i < n) {
         const auto c = static_cast<unsigned char>(s[i]);
         size_t len = 0;
-        if (c >= 0x20 && c < 0x7f) len = 1;
-        else if (c >= 0xC2 && c <= 0xDF) len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) len = 3;
-        else if (c >= 0xF0 && c <= 0xF4) len = 4;
+        if (c >= 0x20 && c < 0x7f)
+            len = 1;
+        else if (c >= 0xC2 && c <= 0xDF)
+            len = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            len = 3;
+        else if (c >= 0xF0 && c <= 0xF4)
+            len = 4;
         bool ok = len != 0 && i + len <= s.size();
-        for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+        for (size_t k = 1; ok && k < len; ++k)
+            ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
         if (ok && len == 3) {  // no overlong forms or surrogates
             const auto c1 = static_cast<unsigned char>(s[i + 1]);
             ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);

@@ -34,7 +34,8 @@ bool try_parse_json(std::string_view text, json& out, std::string& error,
                     const json::parser_callback_t& callback, int max_depth) {
     const size_t deep = json_too_deep_at(text, max_depth);
     if (deep != std::string_view::npos) {
-        error = "nested deeper than " + std::to_string(max_depth) + " levels at byte " + std::to_string(deep);
+        error = "nested deeper than " + std::to_string(max_depth) + " levels at byte " +
+                std::to_string(deep);
         return false;
     }
     try {
@@ -44,7 +45,8 @@ bool try_parse_json(std::string_view text, json& out, std::string& error,
         std::string what = e.what();
         // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
         if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
-        if (const size_t p = what.find(": "); p != std::string::npos && what.compare(0, 11, "parse error") == 0)
+        if (const size_t p = what.find(": ");
+            p != std::string::npos && what.compare(0, 11, "parse error") == 0)
             what.erase(0, p + 2);
         error = "at byte " + std::to_string(e.byte) + ": " + printable(what, 300);
         return false;
@@ -54,7 +56,8 @@ bool try_parse_json(std::string_view text, json& out, std::string& error,
 json parse_json(std::string_view text, const std::string& file) {
     json j;
     std::string error;
-    if (!try_parse_json(text, j, error)) throw Error(ErrorKind::format, file + ": invalid JSON " + error);
+    if (!try_parse_json(text, j, error))
+        throw Error(ErrorKind::format, file + ": invalid JSON " + error);
     return j;
 }
 
@@ -76,7 +79,8 @@ void JsonAt::wrong_type(const std::string& where, const char* want, const json& 
 }
 
 void JsonAt::fail(const std::string& where, const std::string& what) const {
-    throw Error(ErrorKind::format, file + ": " + (where.empty() ? "the document" : where) + " " + what);
+    throw Error(ErrorKind::format,
+                file + ": " + (where.empty() ? "the document" : where) + " " + what);
 }
 
 const json* JsonAt::find(std::string_view key) const {

@@ -80,8 +80,9 @@ struct Reader {
         };
         if (j[key].is_array()) {
             if (j[key].size() > kMaxIdList)
-                fail(ErrorKind::format, key, "lists " + std::to_string(j[key].size()) +
-                                                 " token ids, more than the limit of " + std::to_string(kMaxIdList));
+                fail(ErrorKind::format, key,
+                     "lists " + std::to_string(j[key].size()) +
+                         " token ids, more than the limit of " + std::to_string(kMaxIdList));
             for (const json& v : j[key]) one(v);
         } else
             one(j[key]);

@@ -35,7 +35,9 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     const std::string name = file.string();
     const File in(file);  // a regular file (not a FIFO or device), read with pread
     const uint64_t size = in.size();
-    if (size < 28) throw Error(ErrorKind::format, name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
+    if (size < 28)
+        throw Error(ErrorKind::format,
+                    name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
     int32_t hdr[7];
     in.read_at(0, hdr, sizeof(hdr));
     const int dim = hdr[0], hidden = hdr[1], n_layers = hdr[2], n_heads = hdr[3], n_kv = hdr[4];

@@ -67,7 +67,7 @@ std::string TensorView::shape_string() const {
 }
 
 std::string TensorView::where() const {
-    return "tensor '" + name + "' in " + (file ? file->string() : std::string("?"));
+    return "tensor '" + printable(name) + "' in " + (file ? file->string() : std::string("?"));
 }
 
 SrcType weight_src_type(const TensorView& t) {
@@ -84,8 +84,9 @@ SrcType weight_src_type(const TensorView& t) {
 void read_tensor_bytes(const TensorView& t, uint64_t begin, size_t n, void* dst) {
     if (n == 0) return;
     if (begin > t.bytes || n > t.bytes - begin)
-        throw Error(ErrorKind::input, "read of bytes [" + std::to_string(begin) + ", +" + std::to_string(n) +
-                                          ") outside " + t.where() + " (" + std::to_string(t.bytes) + " bytes)");
+        throw Error(ErrorKind::input, "read of bytes [" + std::to_string(begin) + ", +" +
+                                          std::to_string(n) + ") outside " + t.where() + " (" +
+                                          std::to_string(t.bytes) + " bytes)");
     if (t.data) {
         std::memcpy(dst, t.data + begin, n);
         return;
@@ -126,17 +127,20 @@ std::vector<int64_t> read_i64(const TensorView& t) {
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path), file_(path) {
     const uint64_t size = file_.size();
     if (size < 8)
-        fail(ErrorKind::format, path, "truncated: " + std::to_string(size) +
-                                          " bytes, shorter than the 8-byte header length");
+        fail(
+            ErrorKind::format, path,
+            "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
     uint64_t header_len = 0;
     file_.read_at(0, &header_len, 8);  // little-endian, as every host we build for
     if (header_len > size - 8)
-        fail(ErrorKind::format, path, "header length " + std::to_string(header_len) +
-                                          " runs past the end of the file (" + std::to_string(size) + " bytes)");
+        fail(ErrorKind::format, path,
+             "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                 std::to_string(size) + " bytes)");
     if (header_len > kMaxSafetensorsHeaderBytes)
-        fail(ErrorKind::format, path, "header length " + std::to_string(header_len) + " is more than the " +
-                                          std::to_string(kMaxSafetensorsHeaderBytes) +
-                                          "-byte limit of the safetensors format");
+        fail(ErrorKind::format, path,
+             "header length " + std::to_string(header_len) + " is more than the " +
+                 std::to_string(kMaxSafetensorsHeaderBytes) +
+                 "-byte limit of the safetensors format");
     std::string htext(size_t(header_len), '\0');
     file_.read_at(8, htext.data(), htext.size());
     // JSON objects keep one of two equal keys; a header naming a tensor twice
@@ -144,7 +148,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     std::unordered_map<std::string, int> keys;
     std::string duplicate;
     const json::parser_callback_t on_key = [&](int depth, json::parse_event_t event, json& parsed) {
-        if (depth == 1 && event == json::parse_event_t::key && duplicate.empty() && parsed.is_string()) {
+        if (depth == 1 && event == json::parse_event_t::key && duplicate.empty() &&
+            parsed.is_string()) {
             const std::string& k = parsed.get_ref<const std::string&>();
             if (!keys.emplace(k, 0).second) duplicate = k;
         }
@@ -156,7 +161,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
         fail(ErrorKind::format, path, "header is not valid JSON (" + error + ")");
     htext = std::string();
     if (!duplicate.empty())
-        fail(ErrorKind::format, path, "duplicate tensor name '" + printable(duplicate) + "' in the header");
+        fail(ErrorKind::format, path,
+             "duplicate tensor name '" + printable(duplicate) + "' in the header");
     if (!header.is_object()) fail(ErrorKind::format, path, "header is not a JSON object");
     const uint64_t data_start = 8 + header_len;
     const uint64_t data_size = size - data_start;
@@ -173,13 +179,15 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
         const json& e = it.value();
         if (!e.is_object()) fail(ErrorKind::format, path, where + ": entry is not an object");
         const auto dt = e.find("dtype");
-        if (dt == e.end() || !dt->is_string()) fail(ErrorKind::format, path, where + ": missing dtype");
+        if (dt == e.end() || !dt->is_string())
+            fail(ErrorKind::format, path, where + ": missing dtype");
         const DTypeInfo* di = dtype_info(dt->get_ref<const std::string&>());
         if (!di)
             fail(ErrorKind::format, path,
                  where + ": unknown dtype '" + printable(dt->get_ref<const std::string&>()) + "'");
         const auto shape = e.find("shape");
-        if (shape == e.end() || !shape->is_array()) fail(ErrorKind::format, path, where + ": missing shape");
+        if (shape == e.end() || !shape->is_array())
+            fail(ErrorKind::format, path, where + ": missing shape");
         TensorView t;
         t.name = name;
         t.dtype = di->dtype;
@@ -193,10 +201,11 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
             t.shape.push_back(static_cast<int64_t>(dim));
         }
         uint64_t nbytes = 0;
-        if (mul_overflows(numel, di->size, &nbytes)) fail(ErrorKind::format, path, where + ": byte size overflows");
+        if (mul_overflows(numel, di->size, &nbytes))
+            fail(ErrorKind::format, path, where + ": byte size overflows");
         const auto off = e.find("data_offsets");
-        if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-            !(*off)[1].is_number_unsigned())
+        if (off == e.end() || !off->is_array() || off->size() != 2 ||
+            !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
             fail(ErrorKind::format, path, where + ": data_offsets must be [begin, end]");
         const uint64_t b = (*off)[0].get<uint64_t>(), en = (*off)[1].get<uint64_t>();
         if (b > en || en > data_size)
@@ -205,8 +214,9 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
                      "] outside the data section (" + std::to_string(data_size) + " bytes)");
         if (en - b != nbytes)
             fail(ErrorKind::format, path,
-                 where + ": shape " + t.shape_string() + " x " + di->name + " is " + std::to_string(nbytes) +
-                     " bytes but data_offsets cover " + std::to_string(en - b));
+                 where + ": shape " + t.shape_string() + " x " + di->name + " is " +
+                     std::to_string(nbytes) + " bytes but data_offsets cover " +
+                     std::to_string(en - b));
         t.numel = numel;
         t.bytes = static_cast<size_t>(nbytes);
         t.source = this;
@@ -224,16 +234,17 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     for (size_t i = 1; i < ranges.size(); ++i)
         if (ranges[i].begin < ranges[i - 1].end)
             fail(ErrorKind::format, path,
-                 "tensors '" + printable(*ranges[i - 1].name) + "' and '" + printable(*ranges[i].name) +
-                     "' have overlapping data_offsets");
+                 "tensors '" + printable(*ranges[i - 1].name) + "' and '" +
+                     printable(*ranges[i].name) + "' have overlapping data_offsets");
     uint64_t at = 0;
     const std::string* previous = nullptr;
     for (const Range& r : ranges) {
         const std::string q = "'" + printable(*r.name) + "'";
         if (r.begin > at)
             fail(ErrorKind::format, path,
-                 "tensor " + q + ": data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
-                     "] leave a gap of " + std::to_string(r.begin - at) + " bytes " +
+                 "tensor " + q + ": data_offsets [" + std::to_string(r.begin) + ", " +
+                     std::to_string(r.end) + "] leave a gap of " + std::to_string(r.begin - at) +
+                     " bytes " +
                      (previous ? "after tensor '" + printable(*previous) + "' (which ends at " +
                                      std::to_string(at) + ")"
                                : std::string("at the start of the data section")) +
@@ -244,9 +255,9 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     if (at != data_size)
         fail(ErrorKind::format, path,
              std::to_string(data_size - at) + " bytes after the last tensor" +
-                 (previous ? " '" + printable(*previous) + "'" : std::string()) + " (data section of " +
-                 std::to_string(data_size) + " bytes, tensors end at " + std::to_string(at) +
-                 "); tensors must cover it exactly");
+                 (previous ? " '" + printable(*previous) + "'" : std::string()) +
+                 " (data section of " + std::to_string(data_size) + " bytes, tensors end at " +
+                 std::to_string(at) + "); tensors must cover it exactly");
 }
 
 SafetensorsFile::~SafetensorsFile() = default;
@@ -255,7 +266,8 @@ void SafetensorsFile::read(const TensorView& t, uint64_t begin, size_t n, void* 
     try {
         file_.read_at(t.offset + begin, dst, n);
     } catch (const Error& e) {
-        throw Error(e.kind(), std::string(e.what()) + ", reading tensor '" + printable(t.name) + "'");
+        throw Error(e.kind(),
+                    std::string(e.what()) + ", reading tensor '" + printable(t.name) + "'");
     }
 }
 
@@ -296,20 +308,24 @@ SafetensorsSet::SafetensorsSet(const std::filesystem::path& dir) {
         if (!it.value().is_string()) fail(ErrorKind::format, index, key + " is not a file name");
         const std::string& shard = it.value().get_ref<const std::string&>();
         // Shards must be plain names inside the directory.
-        if (shard.empty() || shard.find('/') != std::string::npos || shard.find('\0') != std::string::npos ||
-            shard == "." || shard == "..")
-            fail(ErrorKind::format, index, key + " = '" + printable(shard) + "' is not a file name in the directory");
+        if (shard.empty() || shard.find('/') != std::string::npos ||
+            shard.find('\0') != std::string::npos || shard == "." || shard == "..")
+            fail(ErrorKind::format, index,
+                 key + " = '" + printable(shard) + "' is not a file name in the directory");
         auto s = shards.find(shard);
         if (s == shards.end()) {
             const std::optional<fs::path> p = model_file(dir, shard);
-            if (!p) throw Error(ErrorKind::io, (dir / shard).string() + ": cannot open: No such file or directory");
+            if (!p)
+                throw Error(ErrorKind::io,
+                            (dir / shard).string() + ": cannot open: No such file or directory");
             files_.push_back(std::make_unique<SafetensorsFile>(*p));
             s = shards.emplace(shard, files_.back().get()).first;
         }
         const TensorView* t = s->second->find(it.key());
         if (!t)
-            fail(ErrorKind::format, index, "tensor '" + printable(it.key()) + "' is listed in shard " +
-                                               printable(shard) + " but that shard does not contain it");
+            fail(ErrorKind::format, index,
+                 "tensor '" + printable(it.key()) + "' is listed in shard " + printable(shard) +
+                     " but that shard does not contain it");
         index_[it.key()] = t;
     }
     // A tensor in two shards: which one is the model? (The index picks one, a
@@ -319,9 +335,10 @@ SafetensorsSet::SafetensorsSet(const std::filesystem::path& dir) {
         for (const auto& [name, t] : f->tensors()) {
             const auto [it, fresh] = owner.emplace(name, f.get());
             if (!fresh)
-                fail(ErrorKind::format, index, "tensor '" + printable(name) + "' is in two shards, " +
-                                                   it->second->path().filename().string() + " and " +
-                                                   f->path().filename().string());
+                fail(ErrorKind::format, index,
+                     "tensor '" + printable(name) + "' is in two shards, " +
+                         it->second->path().filename().string() + " and " +
+                         f->path().filename().string());
         }
     description_ = index.string() + " (" + std::to_string(files_.size()) + " shards)";
 }

@@ -109,8 +109,8 @@ ChatFormat detect_chat_format(const std::filesystem::path& dir) {
     if (const auto jinja = model_file(dir, "chat_template.jinja")) {
         text = File(*jinja).read_all(kMaxConfigFileBytes, "a chat template");
     } else if (const auto cfg = model_file(dir, "tokenizer_config.json")) {
-        const nlohmann::json j = parse_json(File(*cfg).read_all(kMaxConfigFileBytes, "a JSON config"),
-                                            cfg->string());
+        const nlohmann::json j =
+            parse_json(File(*cfg).read_all(kMaxConfigFileBytes, "a JSON config"), cfg->string());
         if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
             text = j["chat_template"].get<std::string>();
     }

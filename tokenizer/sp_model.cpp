@@ -40,9 +40,15 @@ struct Wire {
         bytes = {};
         value = 0;
         switch (wire_type) {
-            case 0: value = varint(); break;
-            case 1: skip(8); break;
-            case 5: skip(4); break;
+            case 0:
+                value = varint();
+                break;
+            case 1:
+                skip(8);
+                break;
+            case 5:
+                skip(4);
+                break;
             case 2: {
                 const uint64_t n = varint();
                 if (n > in.size() - std::min(at, in.size())) ok = false;
@@ -50,7 +56,8 @@ struct Wire {
                 skip(size_t(n));
                 break;
             }
-            default: ok = false;  // groups are not used by ModelProto
+            default:
+                ok = false;  // groups are not used by ModelProto
         }
         return ok;
     }
@@ -78,14 +85,14 @@ constexpr int kMaxTrieResults = 32;  // Normalizer::kMaxTrieResultsSize
 std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
     if (blob.empty()) return "";
     if (blob.size() > kMaxCharsmapBytes)
-        return std::to_string(blob.size()) + " bytes, more than the " + byte_limit_string(kMaxCharsmapBytes) +
-               " staticlm accepts";
+        return std::to_string(blob.size()) + " bytes, more than the " +
+               byte_limit_string(kMaxCharsmapBytes) + " staticlm accepts";
     if (blob.size() <= 4) return "blob of " + std::to_string(blob.size()) + " bytes has no trie";
     uint32_t trie_bytes = 0;
     std::memcpy(&trie_bytes, blob.data(), 4);  // little-endian
     if (uint64_t(trie_bytes) + 4 > blob.size())
-        return "trie size " + std::to_string(trie_bytes) + " runs past the blob (" + std::to_string(blob.size()) +
-               " bytes)";
+        return "trie size " + std::to_string(trie_bytes) + " runs past the blob (" +
+               std::to_string(blob.size()) + " bytes)";
     const size_t n_units = trie_bytes / 4;
     if (n_units == 0) return "trie size " + std::to_string(trie_bytes) + " holds no unit";
     const std::string_view normalized = blob.substr(4 + size_t(trie_bytes));
@@ -111,15 +118,18 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
         // comparing labels: the whole 256-slot block must be inside the array.
         const size_t block = base & ~size_t{0xFF};
         if (block + 256 > n_units)
-            return "a node's children [" + std::to_string(block) + ", " + std::to_string(block + 256) +
-                   ") lie outside the trie's " + std::to_string(n_units) + " units";
+            return "a node's children [" + std::to_string(block) + ", " +
+                   std::to_string(block + 256) + ") lie outside the trie's " +
+                   std::to_string(n_units) + " units";
         if (node != 0 && unit(node).has_leaf()) {
-            if (base >= n_units) return "a leaf value at unit " + std::to_string(base) + " is outside the trie";
+            if (base >= n_units)
+                return "a leaf value at unit " + std::to_string(base) + " is outside the trie";
             const uint32_t value = unit(base).value();
-            if (value >= normalized.size() || normalized.find('\0', value) == std::string_view::npos)
+            if (value >= normalized.size() ||
+                normalized.find('\0', value) == std::string_view::npos)
                 return "a replacement at offset " + std::to_string(value) +
-                       " is not a NUL-terminated string inside the " + std::to_string(normalized.size()) +
-                       "-byte table";
+                       " is not a NUL-terminated string inside the " +
+                       std::to_string(normalized.size()) + "-byte table";
         }
         state[node] = 1;
         stack.push_back({node, base, 0, 0});
@@ -134,7 +144,8 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
             const size_t child = f.base ^ c;
             if (unit(child).label() != c) continue;
             if (c >= 0x20 && c < 0x7f) touches_ascii = true;
-            if (state[child] == 1) return "unit " + std::to_string(child) + " lies on a cycle: not a trie";
+            if (state[child] == 1)
+                return "unit " + std::to_string(child) + " lies on a cycle: not a trie";
             if (state[child] == 2) {
                 f.best = std::max(f.best, most[child]);
                 continue;
@@ -146,7 +157,8 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
         const size_t node = f.node;
         const int total = f.best + ((node != 0 && unit(node).has_leaf()) ? 1 : 0);
         if (total > kMaxTrieResults)
-            return "a key has more than " + std::to_string(kMaxTrieResults) + " prefixes with rules";
+            return "a key has more than " + std::to_string(kMaxTrieResults) +
+                   " prefixes with rules";
         most[node] = uint8_t(total);
         state[node] = 2;
         stack.pop_back();
@@ -157,7 +169,7 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
 
 SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string& file) {
     SpModelFacts facts;
-    uint64_t model_type = 1;  // UNIGRAM unless the trainer spec says otherwise
+    uint64_t model_type = 1;                // UNIGRAM unless the trainer spec says otherwise
     std::string_view charsmap, decharsmap;  // protobuf: the last occurrence wins (messages merge)
     std::unordered_map<std::string_view, size_t> seen;
     Wire model{proto};
@@ -181,7 +193,9 @@ SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string
             if (piece.find('\0') != std::string_view::npos)
                 throw Error(ErrorKind::format, where + " contains a NUL byte");
             const auto [it, fresh] = seen.emplace(piece, index);
-            if (!fresh) throw Error(ErrorKind::format, where + " repeats piece " + std::to_string(it->second));
+            if (!fresh)
+                throw Error(ErrorKind::format,
+                            where + " repeats piece " + std::to_string(it->second));
             facts.pieces.push_back(piece);
         } else if (number == 2) {  // TrainerSpec
             while (!sub.done() && sub.field(n2, w2, v2, b2)) {
@@ -205,12 +219,15 @@ SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string
     facts.bpe = model_type == 2;
     bool ascii = false;
     if (const std::string why = check_charsmap(charsmap, ascii); !why.empty())
-        throw Error(ErrorKind::format, file + ": normalizer_spec.precompiled_charsmap is not a valid charsmap: " + why);
+        throw Error(
+            ErrorKind::format,
+            file + ": normalizer_spec.precompiled_charsmap is not a valid charsmap: " + why);
     facts.charsmap_touches_ascii = ascii;
     bool unused = false;
     if (const std::string why = check_charsmap(decharsmap, unused); !why.empty())
-        throw Error(ErrorKind::format,
-                    file + ": denormalizer_spec.precompiled_charsmap is not a valid charsmap: " + why);
+        throw Error(
+            ErrorKind::format,
+            file + ": denormalizer_spec.precompiled_charsmap is not a valid charsmap: " + why);
     return facts;
 }
 

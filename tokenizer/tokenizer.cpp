@@ -65,8 +65,8 @@ void check_utf8(std::string_view text, const std::string& what) {
     }
 }
 
-std::vector<int> Tokenizer::encode_limited(std::string_view text, bool add_special, size_t max_tokens,
-                                           size_t chunk_bytes) const {
+std::vector<int> Tokenizer::encode_limited(std::string_view text, bool add_special,
+                                           size_t max_tokens, size_t chunk_bytes) const {
     if (text.size() <= chunk_bytes || chunk_bytes == 0) return encode(text, add_special);
     return encode_in_chunks(text, add_special, max_tokens, chunk_bytes);
 }
@@ -182,7 +182,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir
     // Each file must resolve inside the directory (model_file refuses links out of it).
     const auto sp_file = model_file(model_dir, "tokenizer.model");
     const auto json_file = model_file(model_dir, "tokenizer.json");
-    const auto config = model_file(model_dir, "tokenizer_config.json").value_or(std::filesystem::path());
+    const auto config =
+        model_file(model_dir, "tokenizer_config.json").value_or(std::filesystem::path());
     if (json_file && (prefer_json || !sp_file)) return load_tokenizer_json(*json_file, config);
     if (sp_file) return load_sentencepiece(*sp_file, config);
     throw Error(ErrorKind::io, "no tokenizer in " + model_dir.string() +

@@ -489,18 +489,21 @@ std::vector<int> JsonTokenizer::encode(std::string_view text, bool add_special) 
     return out;
 }
 
-std::vector<int> JsonTokenizer::encode_in_chunks(std::string_view text, bool add_special, size_t max_tokens,
-                                                 size_t chunk_bytes) const {
+std::vector<int> JsonTokenizer::encode_in_chunks(std::string_view text, bool add_special,
+                                                 size_t max_tokens, size_t chunk_bytes) const {
     check_utf8(text, file_);
     return encode_chunks(text, max_tokens, chunk_bytes, chunk_,
                          [&](std::string_view chunk, bool first, bool last, std::vector<int>& out) {
-                             if (first && add_special) out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
+                             if (first && add_special)
+                                 out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
                              encode_into(chunk, first, out);
-                             if (last && add_special) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
+                             if (last && add_special)
+                                 out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
                          });
 }
 
-void JsonTokenizer::encode_into(std::string_view text, bool first_text, std::vector<int>& out) const {
+void JsonTokenizer::encode_into(std::string_view text, bool first_text,
+                                std::vector<int>& out) const {
     std::vector<Piece> pieces;
 
     auto run_model = [&](std::string s, bool first) {
@@ -594,7 +597,8 @@ void JsonTokenizer::init_chunking() {
                 boundary = true;
                 break;
             case PreKind::kSplitString:
-                if (p.pattern == space && !p.invert && p.behavior != SplitBehavior::kMergedWithPrevious) {
+                if (p.pattern == space && !p.invert &&
+                    p.behavior != SplitBehavior::kMergedWithPrevious) {
                     boundary = true;
                 } else if (p.pattern.empty() || !is_letter_free(p.pattern) ||
                            ("a" + space + "a").find(p.pattern) != std::string::npos) {
@@ -611,7 +615,8 @@ void JsonTokenizer::init_chunking() {
     if (!boundary) {
         for (const std::string& piece : id_to_piece_) chunk_.forbid_before(piece, space);
         for (char c = 'A'; c <= 'z'; ++c)
-            if (vocab_.get(std::string_view(&c, 1)) < 0) chunk_.bad_before[static_cast<unsigned char>(c)] = true;
+            if (vocab_.get(std::string_view(&c, 1)) < 0)
+                chunk_.bad_before[static_cast<unsigned char>(c)] = true;
     }
     for (const AddedToken& a : added_)
         if (a.normalized) {

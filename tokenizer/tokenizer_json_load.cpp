@@ -15,8 +15,8 @@
 
 #include "base/file.hpp"
 #include "base/json.hpp"
-#include "tokenizer/tokenizer_json.hpp"
 #include "staticlm/error.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 
 namespace staticlm {
 namespace tokjson {
@@ -27,13 +27,19 @@ using nlohmann::json;
 // The JSON type a value starting with `c` has, for messages.
 const char* type_at(char c) {
     switch (c) {
-        case '{': return "object";
-        case '[': return "array";
-        case '"': return "string";
+        case '{':
+            return "object";
+        case '[':
+            return "array";
+        case '"':
+            return "string";
         case 't':
-        case 'f': return "boolean";
-        case 'n': return "null";
-        default: return "number";
+        case 'f':
+            return "boolean";
+        case 'n':
+            return "null";
+        default:
+            return "number";
     }
 }
 
@@ -148,8 +154,8 @@ public:
                 }
                 if ((d == '{' || d == '[') && level + depth + 1 > kMaxJsonDepth)
                     throw Error(ErrorKind::format, file_ + ": JSON nested deeper than " +
-                                                       std::to_string(kMaxJsonDepth) + " levels at byte " +
-                                                       std::to_string(pos_));
+                                                       std::to_string(kMaxJsonDepth) +
+                                                       " levels at byte " + std::to_string(pos_));
                 ++pos_;
                 if (d == '{' || d == '[')
                     ++depth;
@@ -281,7 +287,8 @@ void parse_pre_tokenizer(const JsonAt& a, std::vector<PreStep>& out) {
         for (size_t i = 0; i < list.v.size(); ++i) parse_pre_tokenizer(list.at(i), out);
         return;
     } else if (type == "Split") {
-        if (!a.find("pattern")) throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
+        if (!a.find("pattern"))
+            throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         const JsonAt p = a.at("pattern");
         if (string_pattern(p, s.pattern)) {
             s.kind = PreKind::kSplitString;
@@ -364,7 +371,8 @@ void parse_post_processor(const JsonAt& a, JsonTokenizer& t, bool& has_template)
     const std::string& file = a.file;
     if (type == "Sequence") {
         const JsonAt list = a.array("processors");
-        for (size_t i = 0; i < list.v.size(); ++i) parse_post_processor(list.at(i), t, has_template);
+        for (size_t i = 0; i < list.v.size(); ++i)
+            parse_post_processor(list.at(i), t, has_template);
     } else if (type == "ByteLevel") {
         // Only adjusts offsets.
     } else if (type == "TemplateProcessing") {
@@ -381,7 +389,8 @@ void parse_post_processor(const JsonAt& a, JsonTokenizer& t, bool& has_template)
             }
             const std::string name = item.object("SpecialToken").string("id");
             if (!specials.find(name))
-                throw Error(ErrorKind::format, file + ": post_processor template names " + printable(name) +
+                throw Error(ErrorKind::format, file + ": post_processor template names " +
+                                                   printable(name) +
                                                    " without an entry in special_tokens");
             const JsonAt ids = specials.object(name).array("ids");
             for (const json& id : ids.v)
@@ -417,17 +426,17 @@ void parse_vocab(std::string_view doc, Range r, const std::string& file, JsonTok
         if (after == '.' || after == 'e' || after == 'E')
             s.wrong_type("model.vocab[\"" + printable(key) + "\"]", "an integer token id");
         if (id < 0 || id >= limit)
-            s.fail("token id " + printable(doc.substr(at, s.pos() - at), 40) + " of \"" + printable(key) +
-                   "\" is outside [0, " + std::to_string(limit) + ") for a vocab of " +
-                   std::to_string(r.end - r.begin) + " bytes");
+            s.fail("token id " + printable(doc.substr(at, s.pos() - at), 40) + " of \"" +
+                   printable(key) + "\" is outside [0, " + std::to_string(limit) +
+                   ") for a vocab of " + std::to_string(r.end - r.begin) + " bytes");
         const auto uid = static_cast<size_t>(id);
         if (uid >= t.id_to_piece_.size()) {
             t.id_to_piece_.resize(uid + 1);
             taken.resize(uid + 1);
         }
         if (taken[uid])
-            s.fail("tokens \"" + printable(t.id_to_piece_[uid]) + "\" and \"" + printable(key) + "\" share id " +
-                   std::to_string(id));
+            s.fail("tokens \"" + printable(t.id_to_piece_[uid]) + "\" and \"" + printable(key) +
+                   "\" share id " + std::to_string(id));
         taken[uid] = true;
         t.id_to_piece_[uid] = key;
         t.vocab_.put(key, static_cast<int>(id));
@@ -458,14 +467,15 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
         size_t n = 0;
         for (; n < kBatch && more; ++n) {
             Pending& m = batch[n];
-            const std::string where = "model.merges[" + std::to_string(rank + static_cast<int>(n)) + "]";
+            const std::string where =
+                "model.merges[" + std::to_string(rank + static_cast<int>(n)) + "]";
             const char c = s.peek();
             if (c == '"') {  // "left right"
                 s.string(joined);
                 const size_t sp = joined.find(' ');
                 if (sp == std::string::npos || joined.find(' ', sp + 1) != std::string::npos)
-                    s.fail("merge #" + std::to_string(rank + static_cast<int>(n)) + " \"" + printable(joined) +
-                           "\" is not two tokens");
+                    s.fail("merge #" + std::to_string(rank + static_cast<int>(n)) + " \"" +
+                           printable(joined) + "\" is not two tokens");
                 m.a.assign(joined, 0, sp);
                 m.b.assign(joined, sp + 1);
             } else if (c == '[') {  // ["left", "right"]
@@ -495,9 +505,10 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
             m.ib = t.vocab_.get(m.b, m.hb);
             m.im = t.vocab_.get(m.ab, m.hab);
             if (m.ia < 0 || m.ib < 0 || m.im < 0)
-                throw Error(ErrorKind::format,
-                            file + ": merge #" + std::to_string(rank + static_cast<int>(k)) + " (" +
-                                printable(m.a) + " + " + printable(m.b) + ") uses a token missing from the vocab");
+                throw Error(ErrorKind::format, file + ": merge #" +
+                                                   std::to_string(rank + static_cast<int>(k)) +
+                                                   " (" + printable(m.a) + " + " + printable(m.b) +
+                                                   ") uses a token missing from the vocab");
             t.merges_.prefetch(m.ia, m.ib);
         }
         for (size_t k = 0; k < n; ++k, ++rank)
@@ -581,16 +592,17 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
     };
     json j;
     if (const size_t deep = json_too_deep_at(rest); deep != std::string::npos)
-        throw Error(ErrorKind::format, file + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                           " levels at byte " + std::to_string(doc_offset(deep)));
+        throw Error(ErrorKind::format, file + ": JSON nested deeper than " +
+                                           std::to_string(kMaxJsonDepth) + " levels at byte " +
+                                           std::to_string(doc_offset(deep)));
     try {
         j = json::parse(rest);
     } catch (const json::parse_error& e) {
         std::string what = e.what();
         if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
         throw Error(ErrorKind::format, file + ": malformed JSON at byte " +
-                                           std::to_string(doc_offset(e.byte ? e.byte - 1 : 0)) + ": " +
-                                           printable(what, 300));
+                                           std::to_string(doc_offset(e.byte ? e.byte - 1 : 0)) +
+                                           ": " + printable(what, 300));
     }
     rest = std::string();
 
@@ -618,7 +630,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
             const std::string unk = m.string("unk_token");
             t->unk_id_ = t->vocab_.get(unk);
             if (t->unk_id_ < 0)
-                throw Error(ErrorKind::format, file + ": unk_token " + printable(unk) + " is not in the vocab");
+                throw Error(ErrorKind::format,
+                            file + ": unk_token " + printable(unk) + " is not in the vocab");
         }
         for (int b = 0; b < 256; ++b) {
             char name[8];
@@ -655,8 +668,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                 if (at.id < 0 || static_cast<size_t>(at.id) >= limit)
                     throw Error(ErrorKind::format,
                                 file + ": added token \"" + printable(at.content) + "\" has id " +
-                                    std::to_string(at.id) + ", outside [0, " + std::to_string(limit) +
-                                    ") (vocab plus added tokens)");
+                                    std::to_string(at.id) + ", outside [0, " +
+                                    std::to_string(limit) + ") (vocab plus added tokens)");
                 const auto uid = static_cast<size_t>(at.id);
                 if (uid >= t->id_to_piece_.size()) t->id_to_piece_.resize(uid + 1);
                 t->id_to_piece_[uid] = at.content;
@@ -687,8 +700,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         if (!tokenizer_config.empty()) cfg_file = File::open_if_exists(tokenizer_config);
         if (cfg_file) {
             std::string error;
-            if (!try_parse_json(cfg_file->read_all(kMaxConfigFileBytes, "a JSON config"), cfg, error))
-                throw Error(ErrorKind::format, tokenizer_config.string() + ": malformed JSON (" + error + ")");
+            if (!try_parse_json(cfg_file->read_all(kMaxConfigFileBytes, "a JSON config"), cfg,
+                                error))
+                throw Error(ErrorKind::format,
+                            tokenizer_config.string() + ": malformed JSON (" + error + ")");
         }
         if (cfg.is_object()) {
             const std::string cfg_name = tokenizer_config.string();
@@ -696,8 +711,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
             if (c.find("bos_token")) t->bos_id_ = t->token_id(token_content(c, "bos_token"));
             if (c.find("eos_token")) t->eos_id_ = t->token_id(token_content(c, "eos_token"));
             if (!has_template) {
-                if (c.boolean_or("add_bos_token", false) && t->bos_id_ >= 0) t->prefix_ids_.push_back(t->bos_id_);
-                if (c.boolean_or("add_eos_token", false) && t->eos_id_ >= 0) t->suffix_ids_.push_back(t->eos_id_);
+                if (c.boolean_or("add_bos_token", false) && t->bos_id_ >= 0)
+                    t->prefix_ids_.push_back(t->bos_id_);
+                if (c.boolean_or("add_eos_token", false) && t->eos_id_ >= 0)
+                    t->suffix_ids_.push_back(t->eos_id_);
             }
         } else if (!t->prefix_ids_.empty()) {
             t->bos_id_ = t->prefix_ids_.front();
@@ -709,7 +726,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                                                        std::to_string(id) + " is outside the vocab");
         t->init_chunking();
     } catch (const json::exception& e) {
-        throw Error(ErrorKind::format, file + ": unexpected JSON structure: " + printable(e.what(), 300));
+        throw Error(ErrorKind::format,
+                    file + ": unexpected JSON structure: " + printable(e.what(), 300));
     }
     return t;
 }

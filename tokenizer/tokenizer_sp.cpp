@@ -1,17 +1,16 @@
 // SentencePiece tokenizer (tokenizer.model) through libsentencepiece, with the
 // BOS/EOS settings of tokenizer_config.json. Decoding follows the library's own
 // rules (byte-fallback pieces, the dropped leading space, control tokens).
-#include "tokenizer/tokenizer.hpp"
-
-#include <string_view>
+#include <sentencepiece_processor.h>
 
 #include <nlohmann/json.hpp>
-#include <sentencepiece_processor.h>
+#include <string_view>
 
 #include "base/file.hpp"
 #include "base/json.hpp"
 #include "staticlm/error.hpp"
 #include "tokenizer/sp_model.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace staticlm {
 namespace {
@@ -31,13 +30,15 @@ std::string token_string(const JsonAt& cfg, const char* key) {
     if (v->is_string()) return v->get<std::string>();
     if (v->is_object() && v->contains("content") && (*v)["content"].is_string())
         return (*v)["content"].get<std::string>();
-    throw Error(ErrorKind::format, cfg.file + ": \"" + key + "\" is neither a string nor {\"content\": string}");
+    throw Error(ErrorKind::format,
+                cfg.file + ": \"" + key + "\" is neither a string nor {\"content\": string}");
 }
 
 bool flag(const JsonAt& cfg, const char* key, bool fallback) {
     const nlohmann::json* v = cfg.find(key);
     if (!v) return fallback;
-    if (!v->is_boolean()) throw Error(ErrorKind::format, cfg.file + ": \"" + key + "\" is not a boolean");
+    if (!v->is_boolean())
+        throw Error(ErrorKind::format, cfg.file + ": \"" + key + "\" is not a boolean");
     return v->get<bool>();
 }
 
@@ -62,7 +63,8 @@ public:
     SentencePieceTokenizer(const std::filesystem::path& model_file,
                            const std::filesystem::path& tokenizer_config)
         : file_(model_file.string()) {
-        const std::string proto = File(model_file).read_all(kMaxTokenizerFileBytes, "a tokenizer.model");
+        const std::string proto =
+            File(model_file).read_all(kMaxTokenizerFileBytes, "a tokenizer.model");
         const SpModelFacts facts = check_sentencepiece_model(proto, file_);
         const auto status = sp_.LoadFromSerializedProto(proto);
         if (!status.ok())
@@ -91,16 +93,18 @@ protected:
     std::vector<int> encode_in_chunks(std::string_view text, bool add_special, size_t max_tokens,
                                       size_t chunk_bytes) const override {
         check_utf8(text, file_);
-        return encode_chunks(text, max_tokens, chunk_bytes, chunk_,
-                             [&](std::string_view chunk, bool first, bool last, std::vector<int>& out) {
-                                 std::vector<int> ids;
-                                 const auto status = sp_.Encode(chunk, &ids);
-                                 if (!status.ok())
-                                     throw Error(ErrorKind::input, file_ + ": cannot encode text: " + status.ToString());
-                                 if (first && add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
-                                 out.insert(out.end(), ids.begin(), ids.end());
-                                 if (last && add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
-                             });
+        return encode_chunks(
+            text, max_tokens, chunk_bytes, chunk_,
+            [&](std::string_view chunk, bool first, bool last, std::vector<int>& out) {
+                std::vector<int> ids;
+                const auto status = sp_.Encode(chunk, &ids);
+                if (!status.ok())
+                    throw Error(ErrorKind::input,
+                                file_ + ": cannot encode text: " + status.ToString());
+                if (first && add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+                out.insert(out.end(), ids.begin(), ids.end());
+                if (last && add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
+            });
     }
 
 public:
@@ -157,7 +161,9 @@ private:
     // ▁ inside a piece. The space at a cut is re-created by the dummy prefix
     // (or kept at the chunk's start when extra whitespace is kept).
     void init_chunking(const SpModelFacts& f) {
-        if (!f.bpe || !f.escape_whitespaces || f.treat_whitespace_as_suffix || f.charsmap_touches_ascii) return;
+        if (!f.bpe || !f.escape_whitespaces || f.treat_whitespace_as_suffix ||
+            f.charsmap_touches_ascii)
+            return;
         if (f.add_dummy_prefix)
             chunk_.drop_space = true;
         else if (!f.remove_extra_whitespaces)
@@ -173,7 +179,8 @@ private:
         }
         if (!have_space) return;
         for (char c = 'A'; c <= 'z'; ++c)
-            if (token_id(std::string(1, c)) < 0) chunk_.bad_before[static_cast<unsigned char>(c)] = true;
+            if (token_id(std::string(1, c)) < 0)
+                chunk_.bad_before[static_cast<unsigned char>(c)] = true;
         chunk_.enabled = true;
     }
 

@@ -42,8 +42,8 @@ public:
 
 protected:
     // encode_limited for a text longer than chunk_bytes; the default encodes it whole.
-    virtual std::vector<int> encode_in_chunks(std::string_view text, bool add_special, size_t max_tokens,
-                                              size_t chunk_bytes) const;
+    virtual std::vector<int> encode_in_chunks(std::string_view text, bool add_special,
+                                              size_t max_tokens, size_t chunk_bytes) const;
 };
 
 // Streaming decode: feed ids one at a time, get the newly completed text.

@@ -40,11 +40,13 @@ bool valid_utf8(const std::string& s) {
 // whitespace runs, special-token strings), joined by spaces, repeated past 100 KB.
 std::string long_text() {
     std::string base = read_bytes(fixtures_dir() / "perplexity" / "story.txt");
-    const auto j = nlohmann::json::parse(read_bytes(fixtures_dir() / "tokenizers" / "expected_ids.json"));
+    const auto j =
+        nlohmann::json::parse(read_bytes(fixtures_dir() / "tokenizers" / "expected_ids.json"));
     for (const auto& c : j["cases"]) {
         const std::string hex = c["text_hex"].get<std::string>();
         std::string t;
-        for (size_t i = 0; i + 1 < hex.size(); i += 2) t.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
+        for (size_t i = 0; i + 1 < hex.size(); i += 2)
+            t.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
         if (valid_utf8(t)) base += " " + t + " and so on";
     }
     std::string text;
@@ -61,21 +63,29 @@ struct Named {
 // Loaded once (the real ones take a while, and longer under ASan).
 const std::vector<Named>& tokenizers() {
     static const std::vector<Named> all = [] {
-    std::vector<Named> out;
-    const fs::path fuzz = source_dir() / "fuzz" / "corpus" / "tokenizer_json";
-    out.push_back({"tiny_bpe.model", load_sentencepiece(fixtures_dir() / "sp" / "tiny_bpe.model", {}), true});
-    out.push_back({"charsmap_rules.model", load_sentencepiece(fixtures_dir() / "sp" / "charsmap_rules.model", {}), true});
-    // nmt_nfkc maps some ASCII sequences: no cut is provable, encoded whole.
-    out.push_back({"nfkc_bpe.model", load_sentencepiece(fixtures_dir() / "sp" / "nfkc_bpe.model", {}), false});
-    out.push_back({"bytelevel_bpe.json", load_tokenizer_json(fuzz / "bytelevel_bpe.json", {}), true});
-    out.push_back({"sp_bpe_bytefallback.json", load_tokenizer_json(fuzz / "sp_bpe_bytefallback.json", {}), true});
-    if (have_shared_data("encode_limited on the real tokenizers")) {
-        const fs::path d = shared_data();
-        out.push_back({"llama2", load_sentencepiece(d / "llama2-tokenizer" / "tokenizer.model", {}), true});
-        out.push_back({"llama3", load_tokenizer(d / "llama3-tokenizer", true), true});
-        out.push_back({"gemma3", load_tokenizer(d / "gemma3-tokenizer", true), true});
-    }
-    return out;
+        std::vector<Named> out;
+        const fs::path fuzz = source_dir() / "fuzz" / "corpus" / "tokenizer_json";
+        out.push_back({"tiny_bpe.model",
+                       load_sentencepiece(fixtures_dir() / "sp" / "tiny_bpe.model", {}), true});
+        out.push_back({"charsmap_rules.model",
+                       load_sentencepiece(fixtures_dir() / "sp" / "charsmap_rules.model", {}),
+                       true});
+        // nmt_nfkc maps some ASCII sequences: no cut is provable, encoded whole.
+        out.push_back({"nfkc_bpe.model",
+                       load_sentencepiece(fixtures_dir() / "sp" / "nfkc_bpe.model", {}), false});
+        out.push_back(
+            {"bytelevel_bpe.json", load_tokenizer_json(fuzz / "bytelevel_bpe.json", {}), true});
+        out.push_back({"sp_bpe_bytefallback.json",
+                       load_tokenizer_json(fuzz / "sp_bpe_bytefallback.json", {}), true});
+        if (have_shared_data("encode_limited on the real tokenizers")) {
+            const fs::path d = shared_data();
+            out.push_back({"llama2",
+                           load_sentencepiece(d / "llama2-tokenizer" / "tokenizer.model", {}),
+                           true});
+            out.push_back({"llama3", load_tokenizer(d / "llama3-tokenizer", true), true});
+            out.push_back({"gemma3", load_tokenizer(d / "gemma3-tokenizer", true), true});
+        }
+        return out;
     }();
     return all;
 }
@@ -88,14 +98,17 @@ TEST_CASE("encode_limited: chunked ids equal encode() exactly") {
         INFO("tokenizer " << t.name);
         for (const bool special : {false, true}) {
             const std::vector<int> whole = t.tok->encode(text, special);
-            for (const size_t chunk : {size_t{24}, size_t{97}, size_t{1000}, Tokenizer::kEncodeChunkBytes}) {
+            for (const size_t chunk :
+                 {size_t{24}, size_t{97}, size_t{1000}, Tokenizer::kEncodeChunkBytes}) {
                 INFO("chunk " << chunk << " add_special " << special);
-                CHECK(t.tok->encode_limited(text, special, std::numeric_limits<size_t>::max(), chunk) == whole);
+                CHECK(t.tok->encode_limited(text, special, std::numeric_limits<size_t>::max(),
+                                            chunk) == whole);
             }
             // A budget it fits exactly in: the same ids.
             CHECK(t.tok->encode_limited(text, special, whole.size(), 97) == whole);
             // One id short: more than the budget, a prefix of the ids.
-            const std::vector<int> over = t.tok->encode_limited(text, special, whole.size() - 1, 97);
+            const std::vector<int> over =
+                t.tok->encode_limited(text, special, whole.size() - 1, 97);
             CHECK(over.size() > whole.size() - 1);
             CHECK(std::equal(over.begin(), over.end(), whole.begin()));
             // A small budget stops after the first chunks when cuts exist.
@@ -116,23 +129,28 @@ TEST_CASE("encode_limited: a 10 MB prompt against a 2048-token budget stops earl
         INFO("tokenizer " << t.name);
         const auto start = std::chrono::steady_clock::now();
         const std::vector<int> ids = t.tok->encode_limited(text, true, 2048);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         CHECK(ids.size() > 2048);
-        CHECK(ids.size() < 2048 + Tokenizer::kEncodeChunkBytes);  // at most one chunk past the budget
-        MESSAGE(t.name << ": 10 MB prompt, budget 2048: stopped at " << ids.size() << " ids in " << s << " s");
+        CHECK(ids.size() <
+              2048 + Tokenizer::kEncodeChunkBytes);  // at most one chunk past the budget
+        MESSAGE(t.name << ": 10 MB prompt, budget 2048: stopped at " << ids.size() << " ids in "
+                       << s << " s");
     }
     // Invalid UTF-8 at the very end is still found (the whole text is checked first).
     const std::string bad = text + "\xff";
-    expect_error([&] { tokenizers().front().tok->encode_limited(bad, true, 2048); }, ErrorKind::input,
-                 {"invalid UTF-8", "byte " + std::to_string(text.size())});
+    expect_error([&] { tokenizers().front().tok->encode_limited(bad, true, 2048); },
+                 ErrorKind::input, {"invalid UTF-8", "byte " + std::to_string(text.size())});
 }
 
-TEST_CASE("encode_limited: no cut inside an added token, a raw space in an added token disables cuts") {
+TEST_CASE(
+    "encode_limited: no cut inside an added token, a raw space in an added token disables cuts") {
     const fs::path fuzz = source_dir() / "fuzz" / "corpus" / "tokenizer_json";
     auto j = nlohmann::json::parse(read_bytes(fuzz / "bytelevel_bpe.json"));
     TempDir dir;
     // An added token holding "a b": a cut there would split it.
-    j["added_tokens"].push_back({{"id", 301}, {"content", "ab cd"}, {"special", true}, {"normalized", false}});
+    j["added_tokens"].push_back(
+        {{"id", 301}, {"content", "ab cd"}, {"special", true}, {"normalized", false}});
     write_file(dir.path / "t.json", j.dump());
     const auto tok = load_tokenizer_json(dir.path / "t.json", {});
     const auto* jt = dynamic_cast<const tokjson::JsonTokenizer*>(tok.get());
@@ -140,5 +158,6 @@ TEST_CASE("encode_limited: no cut inside an added token, a raw space in an added
     CHECK_FALSE(jt->chunk_rule().enabled);
     std::string text;
     while (text.size() < 5000) text += "xy ab cd zz ";
-    CHECK(tok->encode_limited(text, true, std::numeric_limits<size_t>::max(), 50) == tok->encode(text, true));
+    CHECK(tok->encode_limited(text, true, std::numeric_limits<size_t>::max(), 50) ==
+          tok->encode(text, true));
 }

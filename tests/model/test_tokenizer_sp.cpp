@@ -8,15 +8,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "staticlm/error.hpp"
 #include "tokenizer/sp_model.hpp"
 #include "tokenizer/tokenizer.hpp"
-#include "staticlm/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace staticlm;
@@ -344,7 +343,9 @@ std::string charsmap(const std::vector<uint32_t>& units, const std::string& stri
     return b + strings;
 }
 // darts-clone unit: label, has_leaf, offset (< 2^22, unshifted).
-uint32_t unit(uint32_t label, bool leaf, uint32_t offset) { return (offset << 10) | (leaf ? 1u << 8 : 0) | label; }
+uint32_t unit(uint32_t label, bool leaf, uint32_t offset) {
+    return (offset << 10) | (leaf ? 1u << 8 : 0) | label;
+}
 
 // A chain root -> 1 -> 1 -> ... of `n` leaves: node j at j*256 + 1 (label 1),
 // its base (j+1)*256 holding its value unit (offset 0 into "x").
@@ -363,17 +364,21 @@ std::string leaf_chain(int n) {
 
 }  // namespace
 
-TEST_CASE("sentencepiece: precompiled charsmaps are checked against their blob before the library sees them") {
+TEST_CASE(
+    "sentencepiece: precompiled charsmaps are checked against their blob before the library sees "
+    "them") {
     // Real ones (sentencepiece 0.2.3, BPE, byte fallback): nmt_nfkc and a
     // three-rule TSV (U+FB01 -> fi, U+FF21 -> A, U+2122 -> TM). Ids from the
     // sentencepiece library for the same text.
     const std::vector<int> expected = {265, 75, 266, 274, 274, 270, 265, 291, 271, 272, 266,
-                                       265, 68, 69, 285, 80, 265, 280, 270, 277, 274, 268};
+                                       265, 68, 69,  285, 80,  265, 280, 270, 277, 274, 268};
     const fs::path sp = fs::path(STATICLM_SOURCE_DIR) / "tests" / "fixtures" / "sp";
     for (const char* f : {"nfkc_bpe.model", "charsmap_rules.model"}) {
         INFO(f);
         const auto tok = load_sentencepiece(sp / f, {});
-        CHECK(tok->encode("Hello \xef\xac\x81ne \xef\xbc\xa1" "B\xe2\x84\xa2 world", false) == expected);
+        CHECK(tok->encode("Hello \xef\xac\x81ne \xef\xbc\xa1"
+                          "B\xe2\x84\xa2 world",
+                          false) == expected);
     }
     bool ascii = false;
     CHECK(check_charsmap("", ascii).empty());
@@ -383,11 +388,16 @@ TEST_CASE("sentencepiece: precompiled charsmaps are checked against their blob b
     std::vector<uint32_t> cyc(256, 0);
     cyc[0] = unit(0x01, false, 0);
     cyc['a'] = unit('a', false, 'a');  // base 'a' ^ 'a' = 0: child 'a' is index 'a' again
-    CHECK(check_charsmap(charsmap(cyc, std::string("x\0", 2)), ascii).find("cycle") != std::string::npos);
+    CHECK(check_charsmap(charsmap(cyc, std::string("x\0", 2)), ascii).find("cycle") !=
+          std::string::npos);
     CHECK(ascii);  // 'a' is a printable ASCII key byte
     std::vector<uint32_t> out(256, 0);
     out[0] = unit(0x01, false, 300);  // base 300: block [256, 512) of a 256-unit array
     CHECK(check_charsmap(charsmap(out, "x"), ascii).find("outside the trie") != std::string::npos);
-    CHECK(check_charsmap(std::string("\x05\x00\x00\x00" "abcd", 8), ascii).find("runs past") != std::string::npos);
+    CHECK(check_charsmap(std::string("\x05\x00\x00\x00"
+                                     "abcd",
+                                     8),
+                         ascii)
+              .find("runs past") != std::string::npos);
     CHECK(check_charsmap(std::string(9u << 20, '\0'), ascii).find("8 MiB") != std::string::npos);
 }

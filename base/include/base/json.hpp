@@ -6,10 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace staticlm {
 
@@ -43,7 +42,7 @@ struct JsonAt {
     const std::string& file;
 
     std::string child(std::string_view key) const;  // "path.key" (or "key" at the root)
-    std::string child(size_t index) const;           // "path[index]"
+    std::string child(size_t index) const;          // "path[index]"
     [[noreturn]] void wrong_type(const std::string& where, const char* want,
                                  const nlohmann::json& got) const;
     [[noreturn]] void fail(const std::string& where, const std::string& what) const;

@@ -17,7 +17,7 @@ struct SpModelFacts {
     bool bpe = false;  // TrainerSpec.model_type == BPE
     bool add_dummy_prefix = true, remove_extra_whitespaces = true, escape_whitespaces = true;
     bool treat_whitespace_as_suffix = false;
-    bool charsmap_touches_ascii = false;  // a charsmap key holds a byte in [0x20, 0x7e]
+    bool charsmap_touches_ascii = false;   // a charsmap key holds a byte in [0x20, 0x7e]
     std::vector<std::string_view> pieces;  // into the proto
 };
 

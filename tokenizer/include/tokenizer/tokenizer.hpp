@@ -40,7 +40,8 @@ struct ChunkRule {
 };
 // Encodes chunk (first: the text's start, gets the leading specials; last: its
 // end, gets the trailing ones) appending to out.
-using EncodeChunk = std::function<void(std::string_view chunk, bool first, bool last, std::vector<int>& out)>;
+using EncodeChunk =
+    std::function<void(std::string_view chunk, bool first, bool last, std::vector<int>& out)>;
 // The chunk loop of Tokenizer::encode_limited.
 std::vector<int> encode_chunks(std::string_view text, size_t max_tokens, size_t chunk_bytes,
                                const ChunkRule& rule, const EncodeChunk& encode);
