@@ -26,8 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         staticlm::read_tensor_bytes(t, 0, 1, &first);
         staticlm::read_tensor_bytes(t, t.bytes - 1, 1, &last);
         sink = sink + first + last;
-        if (t.numel <= 4096 && (t.dtype == staticlm::DType::f32 || t.dtype == staticlm::DType::f16 ||
-                                t.dtype == staticlm::DType::bf16))
+        if (t.numel <= 4096 &&
+            (t.dtype == staticlm::DType::f32 || t.dtype == staticlm::DType::f16 ||
+             t.dtype == staticlm::DType::bf16))
             sink = sink + unsigned(staticlm::read_f32(t).size());
     }
     return 0;
