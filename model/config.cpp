@@ -460,9 +460,42 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
                     "' (supported: LlamaForCausalLM, Gemma4ForConditionalGeneration, Gemma4ForCausalLM)");
 }
 
+// The sampling settings of generation_config.json (absent keys stay unset).
+GenerationConfig read_generation_settings(const Reader& r) {
+    GenerationConfig g;
+    auto in_range = [&](const char* key, double lo, double hi, bool lo_open) -> std::optional<float> {
+        if (!r.has(key)) return std::nullopt;
+        const double x = r.number(key, 0);
+        if (x > hi || x < lo || (lo_open && x == lo))
+            r.fail(ErrorKind::format, key, "= " + std::to_string(x) + " is outside " + (lo_open ? "(" : "[") +
+                                               std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        return float(x);
+    };
+    if (r.has("do_sample")) g.do_sample = r.boolean("do_sample", true);
+    g.temperature = in_range("temperature", 0.0, 1e6, false);
+    g.top_p = in_range("top_p", 0.0, 1.0, true);
+    g.min_p = in_range("min_p", 0.0, 1.0, false);
+    g.repetition_penalty = in_range("repetition_penalty", 1e-3, 1e3, false);
+    if (r.has("top_k")) g.top_k = int(r.integer("top_k", 0, 0, kMaxVocab));
+    return g;
+}
+
 ModelConfig read_model_config(const std::filesystem::path& dir) {
     namespace fs = std::filesystem;
-    if (!fs::is_directory(dir)) throw Error(ErrorKind::io, dir.string() + ": model directory not found");
+    if (!fs::is_directory(dir)) {
+        const std::string ext = dir.extension().string();
+        if (fs::is_regular_file(dir) && (ext == ".safetensors" || ext == ".json"))
+            throw Error(ErrorKind::io, dir.string() + ": is a file; give the model directory that holds it (" +
+                                           (dir.has_parent_path() ? dir.parent_path().string() : std::string(".")) +
+                                           ", with config.json and the tokenizer files)");
+        if (ext == ".gguf")
+            throw Error(ErrorKind::unsupported, dir.string() + ": GGUF files are not supported by this build; give a "
+                                                "Hugging Face model directory (config.json, model.safetensors, tokenizer)");
+        if (fs::exists(dir))
+            throw Error(ErrorKind::io, dir.string() + ": not a model directory (give the directory that holds "
+                                           "config.json and model.safetensors, or a llama2.c .bin file)");
+        throw Error(ErrorKind::io, dir.string() + ": model directory not found");
+    }
     const fs::path config_path = dir / "config.json";
     if (!fs::exists(config_path)) throw Error(ErrorKind::io, config_path.string() + ": not found");
     ModelConfig c = parse_model_config(read_text(config_path), config_path.string());
@@ -477,6 +510,7 @@ ModelConfig read_model_config(const std::filesystem::path& dir) {
             const std::vector<int> bos = r.id_list("bos_token_id");
             if (!bos.empty()) c.bos_id = bos[0];
         }
+        c.generation = read_generation_settings(r);
     }
     const fs::path tok_path = dir / "tokenizer_config.json";
     if (fs::exists(tok_path)) {

@@ -3,6 +3,7 @@
 // pass reads these fields; it never tests an architecture name.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,17 @@ struct LayerConfig {
     bool sandwich_norms = false;   // post-attention and pre/post-FFN norms (Gemma)
 };
 
+// Sampling settings a checkpoint recommends in generation_config.json; a key
+// the file lacks stays unset. (suggested_sampling() in generate.hpp applies them.)
+struct GenerationConfig {
+    std::optional<bool> do_sample;
+    std::optional<float> temperature;
+    std::optional<int> top_k;
+    std::optional<float> top_p;
+    std::optional<float> min_p;
+    std::optional<float> repetition_penalty;
+};
+
 struct ModelConfig {
     std::string architecture;  // as in config.json, for display
     std::string family;        // "llama" or "gemma4", for display and tensor names
@@ -49,6 +61,7 @@ struct ModelConfig {
     std::vector<int> eos_ids;
     int pad_id = -1;
     bool add_bos = true;
+    GenerationConfig generation;
 
     std::vector<LayerConfig> layers;
 };
