@@ -43,5 +43,10 @@ if grep -E '"command".*consumer\.c' "$work/build/compile_commands.json" | grep -
     echo "FAIL: the consumer's C compile sees staticlm internals or -fopenmp"
     fails=$((fails + 1))
 fi
+# As a subproject staticlm builds neither tests nor benchmarks (nor needs doctest).
+if ninja -C "$work/build" -t targets all | grep -qE '(test_|bench_)[a-z_]+: '; then
+    echo "FAIL: the subproject defines test or benchmark targets"
+    fails=$((fails + 1))
+fi
 echo "consumer: $fails failures"
 [[ $fails -eq 0 ]]

@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     } catch (const staticlm::Error& e) {
         std::string msg = e.what();
         // Name the flag to change when the library speaks of its own settings.
-        if (e.kind() == staticlm::ErrorKind::capacity && msg.find("-c/--max-seq") == std::string::npos)
+        if (e.kind() == staticlm::ErrorKind::capacity && msg.find("capacity exceeded") != std::string::npos)
             msg += " (raise -c/--max-seq)";
         std::fprintf(stderr, "staticlm: error: %s\n", msg.c_str());
         return staticlm::cli::kExitError;

@@ -165,7 +165,7 @@ std::string read_text_input(const std::string& path, const std::string& flag, si
             throw Error(ErrorKind::io, flag + " " + path + ": not a regular file (devices and pipes are refused; " +
                                            "use " + flag + " - to read stdin)");
         if (uint64_t(st.st_size) > max_bytes)
-            throw Error(ErrorKind::capacity, flag + " " + path + ": " + std::to_string(st.st_size) +
+            throw Error(ErrorKind::input, flag + " " + path + ": " + std::to_string(st.st_size) +
                                                  " bytes, more than the limit of " + std::to_string(max_bytes) +
                                                  " bytes (" + std::to_string(max_bytes >> 20) + " MiB)");
         f = std::fopen(path.c_str(), "rb");
@@ -177,7 +177,7 @@ std::string read_text_input(const std::string& path, const std::string& flag, si
     while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
         if (text.size() + n > max_bytes) {
             if (!is_stdin) std::fclose(f);
-            throw Error(ErrorKind::capacity, flag + " " + (is_stdin ? std::string("(stdin)") : path) +
+            throw Error(ErrorKind::input, flag + " " + (is_stdin ? std::string("(stdin)") : path) +
                                                  ": more than the limit of " + std::to_string(max_bytes) +
                                                  " bytes (" + std::to_string(max_bytes >> 20) + " MiB)");
         }
