@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "cache/kv_cache.hpp"
 #include "model/graph.hpp"
@@ -89,7 +90,10 @@ size_t plan_into(std::span<const int> sorted, int P, int T, int K, Step* out) {
     return n_steps;
 }
 
-int default_threads() { return available_cpus(); }
+int default_threads() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : int(n);
+}
 
 // Held for the length of every call that touches the session's state: a second
 // thread entering meanwhile gets Error(busy) instead of corrupting pos and cache.

@@ -23,7 +23,8 @@
  *   a session while another call on it is running (another thread, or a
  *   callback of that session) returns SLM_ERR_BUSY and changes nothing.
  *   Callbacks run on the thread that made the call.
- * - Thread counts are 0 (all CPUs of the process) or 1 .. slm_max_threads(). */
+ * - Thread counts are 0 (all CPUs) or 1 .. slm_max_threads() (4 x the CPUs the
+ *   process may run on). */
 #ifndef STATICLM_STATICLM_H
 #define STATICLM_STATICLM_H
 

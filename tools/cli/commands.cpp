@@ -124,7 +124,7 @@ std::vector<FlagSpec> model_flags() {
 std::vector<FlagSpec> load_flags() {
     return {
         {"weights", "", "TYPE", "weight type after loading: q8, f16, bf16 or f32", "q8"},
-        {"threads", "t", "N", "threads (0: all CPUs of the process; at most 4 per CPU)", "0"},
+        {"threads", "t", "N", "threads (0: all CPUs; at most 4 per CPU the process may use)", "0"},
         {"prefer-json", "", "", "use tokenizer.json when tokenizer.model exists too", ""},
     };
 }
