@@ -144,6 +144,7 @@ int cmd_chat(const Args& a) {
     GenerateOptions g = generate_options_from_args(a, config, 512);
     g.on_token = {keep_going, nullptr};
     const bool interactive = isatty(0);
+    std::ios::sync_with_stdio(false);  // stdin is read only through std::cin here (fast long lines)
     std::string line;
     Output out;
     while (true) {
