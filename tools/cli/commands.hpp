@@ -35,6 +35,8 @@ int threads_from_args(const Args& a);
 void check_threads_flag(int threads, const std::string& flag);
 // --model DIR (with a progress bar on a terminal) or --synthetic NAME.
 std::shared_ptr<const Model> load_model_from_args(const Args& a);
+// Prints the model's load warnings to stderr ("staticlm: warning: ...").
+void print_model_warnings(const Model& model);
 // -c / buckets / --kv / --ring / -t; max-seq defaults to min(2048, the model's
 // trained context) and the buckets to default_*_buckets(max-seq). Warns on
 // stderr when -c exceeds the trained context.

@@ -80,6 +80,10 @@ float float_flag(const Args& a, const std::string& name, float fallback, double 
 
 }  // namespace
 
+void print_model_warnings(const Model& model) {
+    for (const std::string& w : model_warnings(model)) std::fprintf(stderr, "staticlm: warning: %s\n", w.c_str());
+}
+
 std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     const int threads = threads_from_args(a);
     if (a.has("synthetic")) {
@@ -92,7 +96,9 @@ std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     lo.threads = threads;
     lo.prefer_tokenizer_json = a.has("prefer-json");
     if (isatty(2)) lo.progress = progress_bar;
-    return load_model(a.str("model"), lo);
+    auto model = load_model(a.str("model"), lo);
+    print_model_warnings(*model);
+    return model;
 }
 
 SessionOptions session_options_from_args(const Args& a, const ModelConfig& config) {
