@@ -124,7 +124,7 @@ SLM_API int slm_model_add_bos(const slm_model* model);
 SLM_API int slm_model_eos(const slm_model* model);
 SLM_API int slm_model_eos_ids(const slm_model* model, int32_t* ids, int cap);
 SLM_API int slm_model_is_eos(const slm_model* model, int32_t token);
-/* "llama3", "gemma4" or "plain": the chat template slm_chat_* use. */
+/* The name of the chat template slm_chat_* use ("llama3", "gemma4", ..., "plain"). */
 SLM_API const char* slm_model_chat_format(const slm_model* model);
 
 /* ---------------------------------------------------------------- tokens */
