@@ -118,9 +118,40 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     return parse_checkpoint_config(config_json, file_name).config;
 }
 
+// The sampling settings of generation_config.json (absent keys stay unset),
+// range-checked as the floats they are used as.
+GenerationConfig read_generation_settings(const ConfigReader& r) {
+    using detail::Range;
+    GenerationConfig g;
+    auto real = [&](const char* key, Range range) -> std::optional<float> {
+        if (!r.has(key)) return std::nullopt;
+        return r.real(key, std::nullopt, range);
+    };
+    if (r.has("do_sample")) g.do_sample = r.boolean("do_sample", true);
+    g.temperature = real("temperature", {0.0, 1e6});
+    g.top_p = real("top_p", {0.0, 1.0, true, false});
+    g.min_p = real("min_p", {0.0, 1.0});
+    g.repetition_penalty = real("repetition_penalty", {1e-3, 1e3});
+    if (r.has("top_k")) g.top_k = int(r.integer("top_k", 0, 0, detail::kMaxVocab));
+    return g;
+}
+
 CheckpointConfig read_checkpoint_config(const std::filesystem::path& dir) {
     namespace fs = std::filesystem;
-    if (!fs::is_directory(dir)) throw Error(ErrorKind::io, dir.string() + ": model directory not found");
+    if (!fs::is_directory(dir)) {
+        const std::string ext = dir.extension().string();
+        if (fs::is_regular_file(dir) && (ext == ".safetensors" || ext == ".json"))
+            throw Error(ErrorKind::io, dir.string() + ": is a file; give the model directory that holds it (" +
+                                           (dir.has_parent_path() ? dir.parent_path().string() : std::string(".")) +
+                                           ", with config.json and the tokenizer files)");
+        if (ext == ".gguf")
+            throw Error(ErrorKind::unsupported, dir.string() + ": GGUF files are not supported by this build; give a "
+                                                "Hugging Face model directory (config.json, model.safetensors, tokenizer)");
+        if (fs::exists(dir))
+            throw Error(ErrorKind::io, dir.string() + ": not a model directory (give the directory that holds "
+                                           "config.json and model.safetensors, or a llama2.c .bin file)");
+        throw Error(ErrorKind::io, dir.string() + ": model directory not found");
+    }
     const std::optional<fs::path> config_path = model_file(dir, "config.json");
     if (!config_path) throw Error(ErrorKind::io, (dir / "config.json").string() + ": not found");
     CheckpointConfig out = parse_checkpoint_config(read_text(*config_path), config_path->string());
@@ -135,6 +166,7 @@ CheckpointConfig read_checkpoint_config(const std::filesystem::path& dir) {
             const std::vector<int> bos = r.id_list("bos_token_id");
             if (!bos.empty()) c.bos_id = bos[0];
         }
+        c.generation = read_generation_settings(r);
     }
     if (const std::optional<fs::path> tok_path = model_file(dir, "tokenizer_config.json")) {
         const std::string name = tok_path->string();

@@ -150,9 +150,7 @@ void warn_unused(const SafetensorsSet& files, const std::vector<WeightEntry>& pl
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
-    if (options.threads < 0)
-        throw Error(ErrorKind::config, "invalid load options: threads must be >= 0 (0 = all cores), got " +
-                                           std::to_string(options.threads));
+    detail::check_threads(options.threads, "load options");
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
     auto model = std::make_shared<Model>();
     CheckpointConfig checkpoint = read_checkpoint_config(dir);

@@ -117,6 +117,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
             for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
         }
     }
+    detail::check_threads(threads, "load options");
     const int n_threads = detail::resolve_threads(threads);
     const long n_tasks = long(tasks.size());
     // Each task packs its rows as a sub-matrix into its panels: every layout

@@ -37,9 +37,17 @@ std::optional<WeightType> weight_type_from_id(int id);    // the slm_weights num
 std::string weight_type_choices();                        // "q8, f16, bf16 or f32"
 const char* kv_type_name(KvType type);
 
+// CPUs this process may run on (its sched_getaffinity set; at least 1).
+int available_cpus();
+// The largest thread count any setting accepts (LoadOptions, SessionOptions,
+// the C API, --threads): kMaxThreadsPerCpu x available_cpus(). More threads
+// than CPUs only slow a run down; absurd counts crash the OpenMP runtime.
+constexpr int kMaxThreadsPerCpu = 4;
+int max_threads();
+
 struct LoadOptions {
     WeightType weights = WeightType::q8;
-    int threads = 0;  // 0: all cores
+    int threads = 0;  // 0: all cores; at most max_threads()
     bool load_tokenizer = true;
     bool prefer_tokenizer_json = false;
     // Called from the loading thread with (bytes converted, bytes total).

@@ -699,9 +699,9 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         g.sampling.temperature = std::nanf("");
         generate(s, nullptr, std::vector<int>{1}, g);
     });
-    row("negative max_tokens", ErrorKind::config, {"max_tokens must be >= 0"}, [&] {
+    row("max_tokens below -1", ErrorKind::config, {"max_tokens must be >= 0, or -1 for no limit, got -2"}, [&] {
         GenerateOptions g;
-        g.max_tokens = -1;
+        g.max_tokens = -2;
         generate(s, nullptr, std::vector<int>{1}, g);
     });
 
@@ -1059,6 +1059,82 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         const fs::path root = dirs.tokenizer_json_text("[1, 2]");
         row("tokenizer.json is an array", ErrorKind::format,
             {"the document must be a JSON object, not array"}, [=] { load_tokenizer(root); });
+    // --- issue 18: limits on settings and inputs that used to crash or misbehave ---
+    row("threads 1000000 (session)", ErrorKind::config, {"threads 1000000", "CPUs", "at most"},
+        [&] { session_with([](SessionOptions& o) { o.threads = 1000000; }); });
+    row("threads above 4 x CPUs (session)", ErrorKind::config, {"at most " + std::to_string(max_threads())},
+        [&] { session_with([](SessionOptions& o) { o.threads = max_threads() + 1; }); });
+    row("threads 1000000 (load)", ErrorKind::config, {"invalid load options", "threads 1000000", "at most"}, [&] {
+        LoadOptions o = options();
+        o.threads = 1000000;
+        load_model(kFixture, o);
+    });
+    row("threads 1000000 (synthetic)", ErrorKind::config, {"threads 1000000"},
+        [&] { synthetic_model("tiny-llama", WeightType::f32, 1, 1000000); });
+    auto sample_with = [&](auto&& edit) {
+        GenerateOptions g;
+        g.sampling.temperature = 1.0f;
+        edit(g.sampling);
+        generate(s, nullptr, std::vector<int>{1}, g);
+    };
+    row("repetition_penalty inf", ErrorKind::config, {"repetition_penalty must be in [0.001", "inf"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = INFINITY; }); });
+    row("repetition_penalty 1e-30 (logits / 1e-30 overflow)", ErrorKind::config, {"repetition_penalty"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = 1e-30f; }); });
+    row("repetition_penalty NaN", ErrorKind::config, {"repetition_penalty"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = std::nanf(""); }); });
+    row("top_p NaN", ErrorKind::config, {"top_p must be in (0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.top_p = std::nanf(""); }); });
+    row("min_p NaN", ErrorKind::config, {"min_p must be in [0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.min_p = std::nanf(""); }); });
+    row("min_p 1.5", ErrorKind::config, {"min_p must be in [0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.min_p = 1.5f; }); });
+    row("negative repetition_window", ErrorKind::config, {"repetition_window must be >= 0"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_window = -1; }); });
+    row("temperature inf", ErrorKind::config, {"temperature must be finite"},
+        [&] { sample_with([](SamplingOptions& o) { o.temperature = INFINITY; }); });
+    {
+        // Finite weights whose activations overflow: layer 1's attention norm
+        // scales by 3e38. The error names the first layer and intermediate.
+        const fs::path d = dirs.tensors([](StFile& f) {
+            for (size_t i = 0; i < 64; ++i) f.set_f32("model.layers.1.input_layernorm.weight", i, 3e38f);
+        });
+        row("non-finite logits name the first layer", ErrorKind::model,
+            {"non-finite logits", "'attn_norm' of layer 1", "position 0"}, [=] {
+                const auto m = load_model(d, options());
+                SessionOptions o;
+                o.max_seq = 16;
+                o.prefill_buckets = {8};
+                o.append_buckets = {4};
+                o.threads = 1;
+                Session bad(m, o);
+                bad.prefill(std::vector<int>{1, 2, 3});
+            });
+        row("non-finite logits stop generate", ErrorKind::model, {"non-finite logits", "layer 1"}, [=] {
+            const auto m = load_model(d, options());
+            SessionOptions o;
+            o.max_seq = 16;
+            o.prefill_buckets = {8};
+            o.append_buckets = {4};
+            o.threads = 1;
+            Session bad(m, o);
+            GenerateOptions g;
+            generate(bad, nullptr, std::vector<int>{1, 2, 3}, g);
+        });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            write_file(p / "generation_config.json", "{\"eos_token_id\": 2, \"top_p\": 1.5}");
+        });
+        row("generation_config.json top_p 1.5", ErrorKind::format, {"generation_config.json", "'top_p'", "(0"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path file = kFixture / "model.safetensors";
+        row("a safetensors file instead of its directory", ErrorKind::io,
+            {"model.safetensors: is a file", "give the model directory"}, [=] { load(file); });
+        row("a GGUF file", ErrorKind::unsupported, {"x.gguf", "GGUF files are not supported"},
+            [&] { load(dirs.tmp.path / "x.gguf"); });
     }
 
     CHECK(rows.size() >= 30);

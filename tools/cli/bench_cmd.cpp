@@ -48,10 +48,10 @@ int cmd_bench(const Args& a) {
     const int tg = a.integer("tg", 128);
     const int reps = a.integer("reps", 3);
     if (pp < 1 || tg < 1 || reps < 1) throw UsageError("--pp, --tg and --reps must be >= 1");
+    if (a.has("model") && a.has("synthetic")) throw UsageError("give -m/--model or --synthetic, not both");
     // --threads 1,2 measures each count in this one process (thread scaling).
     const std::vector<int> thread_list = a.int_list("threads", {0});
-    for (int t : thread_list)
-        if (t < 0) throw UsageError("--threads must be >= 0, got " + std::to_string(t));
+    for (int t : thread_list) check_threads_flag(t, a.spelled("threads"));
     const bool all_cores = std::find(thread_list.begin(), thread_list.end(), 0) != thread_list.end();
     const int load_threads = all_cores ? 0 : *std::max_element(thread_list.begin(), thread_list.end());
     const Args la = a.with("threads", std::to_string(load_threads));
@@ -79,7 +79,7 @@ int cmd_bench(const Args& a) {
     const double params = model_matmul_params(*model);
     std::vector<Run> runs;
     for (int requested : thread_list) {
-        SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)));
+        SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)), c);
         so.max_seq = std::max(so.max_seq, pp + tg);
         so.prefill_buckets = {pp};
         Session session(model, so);

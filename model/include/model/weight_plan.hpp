@@ -53,6 +53,9 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
 // Model::load of a llama2.c .bin file (model/llama2c.cpp).
 std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options);
 
+// Throws Error(config) unless 0 <= threads <= max_threads(); `what` names the
+// setting ("load options", "configuration").
+void check_threads(int threads, const char* what);
 // Resolves OpenMP thread counts (0: all cores).
 int resolve_threads(int threads);
 
