@@ -26,5 +26,6 @@ int cmd_bench(const Args& a);
 // verify / perplexity parse their own flags (common flags plus their own).
 int cmd_verify(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_batch(int argc, char** argv);  // tools/cli/batch_cmd.cpp
 
 }  // namespace staticlm::cli

@@ -34,6 +34,8 @@ constexpr const char* kUsage =
     "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
     "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"
     "  perplexity --model DIR --file F [--ctx N]\n"
+    "  batch     --model DIR --input F.jsonl --output F.jsonl [--shard I/N | --shards N] [--sync always|end|SEC]\n"
+    "            batch --merge --input F.jsonl --output F.jsonl [--shards N | SHARD_FILES...]   (docs/BATCH.md)\n"
     "common flags: --weights q8|f16|bf16|f32  --kv f16|f32  --threads N  --max-seq K\n"
     "  --prefill-buckets LIST  --append-buckets LIST  --temp T  --top-k K  --top-p P\n"
     "  --min-p P  --repeat-penalty R  --seed S  --stop TEXT\n";
@@ -164,6 +166,7 @@ int run(int argc, char** argv) {
     }
     if (cmd == "verify") return cmd_verify(argc, argv);
     if (cmd == "perplexity") return cmd_perplexity(argc, argv);
+    if (cmd == "batch") return cmd_batch(argc, argv);
     const Args a(argc, argv, 2, common_flags(), common_switches());
     if (cmd == "generate") return cmd_generate(a);
     if (cmd == "chat") return cmd_chat(a);
