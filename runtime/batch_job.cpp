@@ -7,6 +7,7 @@
 
 #include "model/model.hpp"
 #include "staticlm/batch.hpp"
+#include "staticlm/batch_session.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/tokenizer.hpp"
 
@@ -59,6 +60,120 @@ private:
     Clock::time_point submitted_;
 };
 
+// Holds back text that might be the start of a stop string (generate.cpp's
+// rule, repeated so that the batched engine's texts are generate()'s).
+size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+    size_t safe = text.size();
+    for (const std::string& s : stops) {
+        const size_t max_len = std::min(s.size() - 1, text.size() - from);
+        for (size_t len = max_len; len > 0; --len)
+            if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+                safe = std::min(safe, text.size() - len);
+                break;
+            }
+    }
+    return safe;
+}
+
+// Continuous batching on a BatchGenerator: token ids, stop ids, max_tokens and
+// capacity are the generator's; the text, stop strings and results are built
+// here after each step, exactly as generate() builds them.
+class BatchedEngine final : public BatchEngine {
+public:
+    BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options)
+        : gen_(model, options), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids) {
+        texts_.resize(size_t(gen_.capacity()));
+        if (tokenizer_)
+            for (Text& t : texts_) t.stream = std::make_unique<StreamDecoder>(*tokenizer_);
+    }
+
+    int capacity() const override { return gen_.capacity(); }
+    int active() const override { return gen_.active() + int(failed_.size()); }
+
+    void submit(EngineRequest r) override {
+        const auto t0 = Clock::now();
+        try {
+            for (const std::string& s : r.options.stop_strings)
+                if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
+            const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
+            const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids);
+            Text& t = texts_[size_t(slot)];
+            t.text.clear();
+            t.emitted = 0;
+            t.seen = 0;
+            t.stops = std::move(r.options.stop_strings);
+            t.submitted = t0;
+            if (t.stream) t.stream->reset();
+        } catch (const Error& e) {
+            EngineOutcome o;
+            o.tag = r.tag;
+            o.failed = true;
+            o.error_kind = e.kind();
+            o.error = e.what();
+            failed_.push_back(std::move(o));
+        }
+    }
+
+    void step(std::vector<EngineOutcome>& finished) override {
+        for (EngineOutcome& o : failed_) finished.push_back(std::move(o));
+        failed_.clear();
+        if (gen_.active() == 0) return;
+        gen_.step();
+        for (int slot = 0; slot < gen_.capacity(); ++slot) {
+            if (!gen_.in_use(slot)) continue;
+            Text& t = texts_[size_t(slot)];
+            const std::span<const int> ids = gen_.generated(slot);
+            while (t.seen < ids.size() && t.stream) {
+                const int id = ids[t.seen++];
+                // generate() ends on a stop id before the text sees it.
+                if (gen_.finished(slot) && gen_.reason(slot) == StopReason::eos && t.seen == ids.size()) break;
+                t.text += t.stream->push(id);
+                bool stopped = false;
+                for (const std::string& s : t.stops) {
+                    const size_t at = t.text.find(s, t.emitted > s.size() ? t.emitted - s.size() : 0);
+                    if (at != std::string::npos) {
+                        t.text.resize(at);
+                        stopped = true;
+                    }
+                }
+                const size_t safe = stopped ? t.text.size() : safe_prefix(t.text, t.emitted, t.stops);
+                t.emitted = std::max(t.emitted, safe);
+                if (stopped) {
+                    gen_.stop(slot, StopReason::stop_string);
+                    break;
+                }
+            }
+            if (!gen_.finished(slot)) continue;
+            EngineOutcome o;
+            o.tag = gen_.tag(slot);
+            o.result.tokens.assign(ids.begin(), ids.end());
+            o.result.reason = gen_.reason(slot);
+            o.result.stats = gen_.stats(slot);
+            if (t.stream && o.result.reason != StopReason::stop_string) t.text += t.stream->flush();
+            o.result.text = std::move(t.text);
+            t.text = std::string();
+            o.total_seconds = seconds_since(t.submitted);
+            gen_.release(slot);
+            finished.push_back(std::move(o));
+        }
+    }
+
+private:
+    struct Text {
+        std::unique_ptr<StreamDecoder> stream;
+        std::string text;
+        size_t emitted = 0;
+        size_t seen = 0;  // generated ids already turned into text
+        std::vector<std::string> stops;
+        Clock::time_point submitted;
+    };
+    BatchGenerator gen_;
+    const Tokenizer* tokenizer_;
+    std::vector<int> eos_;
+    std::vector<Text> texts_;
+    std::vector<EngineOutcome> failed_;
+};
+
 FinishReason finish_of(StopReason reason) {
     switch (reason) {
         case StopReason::eos:
@@ -96,6 +211,11 @@ std::vector<int> request_ids(const BatchRequest& r, const Model& model, const To
 std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model> model,
                                                     const SessionOptions& session) {
     return std::make_unique<SequentialEngine>(std::move(model), session);
+}
+
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options) {
+    return std::make_unique<BatchedEngine>(std::move(model), options);
 }
 
 struct BatchJob::Impl {

@@ -204,6 +204,13 @@ public:
 std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model> model,
                                                     const SessionOptions& session);
 
+// Continuous batching on a BatchGenerator (include/staticlm/batch_session.hpp):
+// up to options.slots sequences decoded together; each result equals the
+// sequential engine's.
+struct BatchSessionOptions;
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options);
+
 // ---------------------------------------------------------------------------
 // The job
 // ---------------------------------------------------------------------------

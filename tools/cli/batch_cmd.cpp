@@ -10,6 +10,7 @@
 #include <string>
 
 #include "staticlm/batch.hpp"
+#include "staticlm/batch_session.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/model.hpp"
 #include "commands.hpp"
@@ -22,7 +23,7 @@ const std::vector<std::string>& batch_flags() {
     static const std::vector<std::string> f = [] {
         std::vector<std::string> v = common_flags();
         for (const char* s : {"input", "output", "shard", "shards", "sync", "max-line-bytes",
-                              "max-depth"})
+                              "max-depth", "slots"})
             v.emplace_back(s);
         return v;
     }();
@@ -193,7 +194,10 @@ int cmd_batch(int argc, char** argv) {
     Progress progress;
     progress.quiet = a.has("quiet");
     o.progress = [&progress](const BatchProgress& p) { progress(p); };
-    const SessionOptions so = session_options_from_args(a);
+    BatchSessionOptions bo;
+    bo.session = session_options_from_args(a);
+    bo.slots = a.integer("slots", 16);
+    if (bo.slots < 1) throw UsageError("--slots must be >= 1");
 
     // Input and output are checked before the model is loaded.
     BatchJob job(std::move(o));
@@ -207,7 +211,7 @@ int cmd_batch(int argc, char** argv) {
                      job.torn_bytes_dropped(), job.output_path().c_str());
     if (job.pending() == 0) return 0;
     auto model = load_model_from_args(a);
-    auto engine = make_sequential_engine(model, so);
+    auto engine = make_batched_engine(model, bo);
     const BatchSummary s = job.run(*model, *engine);
     if (!progress.quiet) {
         const BatchProgress& p = s.progress;
