@@ -23,6 +23,7 @@ SessionOptions session_options_from_args(const Args& a);
 GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens);
 
 int cmd_bench(const Args& a);
+int cmd_bench_batch(const Args& a);  // bench --batch LIST (tools/cli/bench_batch.cpp)
 // verify / perplexity parse their own flags (common flags plus their own).
 int cmd_verify(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);

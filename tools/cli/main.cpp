@@ -30,6 +30,7 @@ constexpr const char* kUsage =
     "  info      --model DIR | --synthetic NAME\n"
     "  tokenize  --model DIR [--add-special] TEXT\n"
     "  bench     [--model DIR | --synthetic NAME] [--threads N[,N...]] [--pp N] [--tg N] [--reps R] [--json]\n"
+    "            [--batch B[,B...] [--batch-ctx C]]   (decode of B sequences together)\n"
     "  verify    --model DIR --reference FILE [--max-peir PCT] [--min-top1 F] [--min-greedy F]\n"
     "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
     "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"

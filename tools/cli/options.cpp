@@ -13,7 +13,7 @@ const std::vector<std::string>& common_flags() {
         "model", "synthetic", "prompt", "prompt-file", "n-predict", "weights", "kv", "threads",
         "max-seq", "prefill-buckets", "append-buckets", "temp", "top-k", "top-p", "min-p",
         "repeat-penalty", "seed", "system", "date", "stop", "pp", "tg", "reps", "reference",
-        "max-peir", "min-top1", "file", "ctx", "dump"};
+        "max-peir", "min-top1", "file", "ctx", "dump", "batch", "batch-ctx"};
     return f;
 }
 
