@@ -137,10 +137,7 @@ TEST_CASE("batch session: each slot's logits equal a solo session's") {
             const std::string what = std::string(c.fixture) + (c.ring ? " (ring) " : " ") + weight_type_name(w);
             INFO(what << ": PEIR " << peir);
             MESSAGE(what << ": batched vs solo " << (bitwise ? std::string("bit-identical") : "PEIR " + std::to_string(peir)));
-            if (w == WeightType::q8)
-                CHECK(bitwise);
-            else  // float tiles split k by their row count: not yet row-invariant
-                CHECK(peir <= 1e-3);
+            CHECK(bitwise);
         }
     }
 }
@@ -239,10 +236,8 @@ TEST_CASE("batch generator: continuous batching gives each sequence what generat
             solo.reset();
             const GenerateResult g = generate(solo, nullptr, reqs[i].prompt, reqs[i].options);
             INFO(weight_type_name(w), " request ", i);
-            if (w == WeightType::q8) {  // bitwise logits: the same tokens
-                CHECK(got[i] == g.tokens);
-                CHECK(reasons[i] == g.reason);
-            }
+            CHECK(got[i] == g.tokens);  // bitwise logits: the same tokens
+            CHECK(reasons[i] == g.reason);
             capacity_stops += g.reason == StopReason::capacity;
         }
         CHECK(capacity_stops >= 1);
