@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace staticlm {
 
@@ -162,7 +167,9 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
         if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
         if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
     }
-    for (int i = 0; i < t; ++i) {
+    // Row i: RoPE at its position, its K/V into its cache, attention over that
+    // cache, with `threads` threads and attention scratch `scratch`.
+    auto row = [&](int i, std::byte* scratch, int threads) {
         const int pos = a.seqs->pos[i];
         StaticKVCache& cache = *a.seqs->caches[i];
         float* q = ws.q + size_t(i) * ldq;
@@ -189,7 +196,32 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
         aa.head_dim = hd;
         aa.window = lc.window;
         aa.scale = lc.attn_scale;
-        kt.attention(aa, ws.attn_scratch, a.n_threads);
+        kt.attention(aa, scratch, threads);
+    };
+    // A one-row attention gives the same bits on one thread as on n_threads
+    // unless it has fewer query heads than threads (then the kernel splits the
+    // keys): in that case each row runs as the solo decode does, with all the
+    // threads; otherwise one parallel region serves all rows, a thread per row.
+    const int nt = std::max(1, a.n_threads);
+    if (t == 1 || nt == 1 || lc.n_heads < nt) {
+        for (int i = 0; i < t; ++i) row(i, ws.attn_scratch, nt);
+    } else {
+        const size_t per_thread = kernels::attention_scratch_bytes(1, lc.n_heads, hd, 1);
+        std::exception_ptr failure;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+        for (int i = 0; i < t; ++i) {
+            int tid = 0;
+#if defined(_OPENMP)
+            tid = omp_get_thread_num();
+#endif
+            try {
+                row(i, ws.attn_scratch + size_t(tid) * per_thread, 1);
+            } catch (...) {
+#pragma omp critical(staticlm_attention_rows)
+                failure = std::current_exception();
+            }
+        }
+        if (failure) std::rethrow_exception(failure);
     }
     kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
     if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);

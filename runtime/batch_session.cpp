@@ -363,11 +363,16 @@ struct BatchGenerator::Impl {
         ++finished_now;
     }
 
-    // Samples the slot's next token from its logits, with the stop rules of generate().
-    void sample_next(int slot) {
+    // The slot's next token from its logits (touches only the slot's sampler).
+    int pick(int slot) {
         Slot& s = slots[size_t(slot)];
         const std::span<const int> recent(s.tokens.data(), size_t(s.n_prompt + s.n_gen));
-        const int id = s.sampler.sample(session.logits(slot), recent);
+        return s.sampler.sample(session.logits(slot), recent);
+    }
+
+    // Appends a sampled token, with the stop rules of generate().
+    void record(int slot, int id) {
+        Slot& s = slots[size_t(slot)];
         if (s.n_gen == 0) {
             s.stats.first_token_seconds = seconds_since(s.t_submit);
             s.t_first = Clock::now();
@@ -477,7 +482,7 @@ int BatchGenerator::step() {
         if (s.max_tokens == 0)
             g.finish(s, StopReason::max_tokens);
         else
-            g.sample_next(slot);
+            g.record(slot, g.pick(slot));
     }
     // One decode row for every running sequence that already had its first token.
     int n = 0;
@@ -493,7 +498,12 @@ int BatchGenerator::step() {
     if (n > 0) {
         g.session.decode(std::span<const int>(g.rows.data(), size_t(n)),
                          std::span<const int>(g.row_tokens.data(), size_t(n)));
-        for (int i = 0; i < n; ++i) g.sample_next(g.rows[size_t(i)]);
+        // Rows sample independently (each slot has its own sampler): in
+        // parallel when there are enough of them to pay for waking the team.
+        [[maybe_unused]] const int nt = g.session.threads();
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (n >= 4 && nt > 1)
+        for (int i = 0; i < n; ++i) g.row_tokens[size_t(i)] = g.pick(g.rows[size_t(i)]);
+        for (int i = 0; i < n; ++i) g.record(g.rows[size_t(i)], g.row_tokens[size_t(i)]);
     }
     return g.finished_now;
 }
