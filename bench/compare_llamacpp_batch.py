@@ -31,6 +31,8 @@ class LlamaCppBatch:
 
     def __init__(self, path, vocab, threads, batch, ctx, tg):
         from llama_cpp import llama_cpp as C
+        from llama_cpp import _logger
+        _logger.set_verbose(False)  # llama.cpp's load and context logs off (errors stay)
         self.C = C
         C.llama_backend_init()
         mp = C.llama_model_default_params()

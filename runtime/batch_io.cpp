@@ -283,7 +283,8 @@ uint64_t fnv1a64(std::string_view s) {
 }
 
 uint64_t request_seed(uint64_t base_seed, std::string_view id) {
-    return splitmix64(base_seed ^ fnv1a64(id));
+    // 31 bits, so that `staticlm generate --seed S` (an int flag) can reproduce any result.
+    return splitmix64(base_seed ^ fnv1a64(id)) & 0x7fffffffu;
 }
 
 BatchRequest parse_request(std::string_view line, int line_no, const RequestDefaults& defaults,

@@ -63,8 +63,9 @@ struct BatchRequest {
 BatchRequest parse_request(std::string_view line, int line_no, const RequestDefaults& defaults,
                            const RequestLimits& limits = {});
 
-// Seed of a request without "seed": splitmix64(base_seed ^ fnv1a64(id)). The
-// result line records it, so any result can be reproduced alone.
+// Seed of a request without "seed": the low 31 bits of
+// splitmix64(base_seed ^ fnv1a64(id)). The result line records it, so any
+// result can be reproduced alone (`staticlm generate --seed S`).
 uint64_t request_seed(uint64_t base_seed, std::string_view id);
 
 // ---------------------------------------------------------------------------

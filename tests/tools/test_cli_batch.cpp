@@ -327,6 +327,44 @@ TEST_CASE("batch: stdin/stdout, and shards from Slurm and Kubernetes variables")
     REQUIRE(run(batch_args("-", "-"), in, dir / "stdout.jsonl", err) == 0);
     CHECK(results(dir / "stdout.jsonl").size() == 30);
 
+    // f32 weights, 5 slots: float rows are bit-identical to solo decodes too.
+    REQUIRE(run(batch_args(in, dir / "f32.jsonl", {"--weights", "f32", "--slots", "5"}), "", "", err) == 0);
+    const auto f32 = results(dir / "f32.jsonl");
+    for (const json& r : reqs) {
+        write_file(dir / "prompt.txt", r["prompt"].get<std::string>());
+        REQUIRE(run({"generate", "--model", model_dir(), "--prompt-file", dir / "prompt.txt", "--temp", "0",
+                     "--n-predict", "4", "--threads", "1", "--max-seq", "512", "--weights", "f32"},
+                    "", dir / "gen.txt", err) == 0);
+        CHECK_MESSAGE(f32.at(r["id"].get<std::string>())["text"] == read_file(dir / "gen.txt"), r["id"]);
+    }
+
+    // Sampled (seeds derived from the ids): the same texts with 1 slot or 7, in
+    // reversed input order, and as `staticlm generate --seed <the result's seed>`.
+    std::vector<json> sampled = reqs;
+    for (json& r : sampled) r.erase("temperature"), r["n_predict"] = 12;
+    write_file(dir / "sampled.jsonl", jsonl(sampled));
+    write_file(dir / "reversed.jsonl", jsonl(std::vector<json>(sampled.rbegin(), sampled.rend())));
+    REQUIRE(run(batch_args(dir / "sampled.jsonl", dir / "s1.jsonl", {"--slots", "1"}), "", "", err) == 0);
+    REQUIRE(run(batch_args(dir / "reversed.jsonl", dir / "s7.jsonl", {"--slots", "7"}), "", "", err) == 0);
+    const auto s1 = results(dir / "s1.jsonl"), s7 = results(dir / "s7.jsonl");
+    int differ_from_greedy = 0;
+    for (const json& r : sampled) {
+        const std::string id = r["id"];
+        CHECK_MESSAGE(s1.at(id)["text"] == s7.at(id)["text"], id);
+        CHECK(s1.at(id)["seed"] == s7.at(id)["seed"]);
+        differ_from_greedy += s1.at(id)["tokens"] != f32.at(id)["tokens"];
+    }
+    CHECK(differ_from_greedy > 10);
+    for (size_t i = 0; i < 8; ++i) {
+        const json& r = sampled[i];
+        const json& got = s7.at(r["id"].get<std::string>());
+        write_file(dir / "prompt.txt", r["prompt"].get<std::string>());
+        REQUIRE(run({"generate", "--model", model_dir(), "--prompt-file", dir / "prompt.txt", "--n-predict", "12",
+                     "--threads", "1", "--max-seq", "512", "--seed", got["seed"].dump()},
+                    "", dir / "gen.txt", err) == 0);
+        CHECK_MESSAGE(got["text"] == read_file(dir / "gen.txt"), r["id"]);
+    }
+
     const std::string base = dir / "out.jsonl";
     REQUIRE(run(batch_args(in, base), "", "", err,
                 {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_COUNT=3"}) == 0);
