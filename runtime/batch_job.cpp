@@ -88,35 +88,24 @@ public:
     }
 
     int capacity() const override { return gen_.capacity(); }
-    int active() const override { return gen_.active() + int(failed_.size()); }
+    int active() const override { return gen_.active(); }
 
     void submit(EngineRequest r) override {
         const auto t0 = Clock::now();
-        try {
-            for (const std::string& s : r.options.stop_strings)
-                if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
-            const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
-            const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids);
-            Text& t = texts_[size_t(slot)];
-            t.text.clear();
-            t.emitted = 0;
-            t.seen = 0;
-            t.stops = std::move(r.options.stop_strings);
-            t.submitted = t0;
-            if (t.stream) t.stream->reset();
-        } catch (const Error& e) {
-            EngineOutcome o;
-            o.tag = r.tag;
-            o.failed = true;
-            o.error_kind = e.kind();
-            o.error = e.what();
-            failed_.push_back(std::move(o));
-        }
+        for (const std::string& s : r.options.stop_strings)
+            if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
+        const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
+        const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids);
+        Text& t = texts_[size_t(slot)];
+        t.text.clear();
+        t.emitted = 0;
+        t.seen = 0;
+        t.stops = std::move(r.options.stop_strings);
+        t.submitted = t0;
+        if (t.stream) t.stream->reset();
     }
 
     void step(std::vector<EngineOutcome>& finished) override {
-        for (EngineOutcome& o : failed_) finished.push_back(std::move(o));
-        failed_.clear();
         if (gen_.active() == 0) return;
         gen_.step();
         for (int slot = 0; slot < gen_.capacity(); ++slot) {
@@ -171,7 +160,6 @@ private:
     const Tokenizer* tokenizer_;
     std::vector<int> eos_;
     std::vector<Text> texts_;
-    std::vector<EngineOutcome> failed_;
 };
 
 FinishReason finish_of(StopReason reason) {
@@ -304,7 +292,11 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
                 continue;
             }
             prompt_tokens[idx] = int(er.prompt.size());
-            engine.submit(std::move(er));
+            try {
+                engine.submit(std::move(er));
+            } catch (const Error& e) {
+                write_error(q, e.kind(), e.what());
+            }
         }
         if (engine.active() == 0) break;
         finished.clear();

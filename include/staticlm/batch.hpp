@@ -194,9 +194,10 @@ public:
     virtual ~BatchEngine() = default;
     virtual int capacity() const = 0;  // sequences in flight at once
     virtual int active() const = 0;
-    // Needs active() < capacity().
+    // Needs active() < capacity(). Throws Error for a request that cannot run
+    // (prompt too long, bad settings); failures found later come from step().
     virtual void submit(EngineRequest request) = 0;
-    // Advances every active sequence; appends those that finished.
+    // Advances every active sequence; appends those that finished (or failed).
     virtual void step(std::vector<EngineOutcome>& finished) = 0;
 };
 
