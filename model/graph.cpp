@@ -155,7 +155,7 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
         if (owns) {
             float* k = ws.k + size_t(i) * ldkv;
             kt.rope(k, ldkv, 1, lc.n_kv_heads, hd, pos, lc.inv_freq.data());
-            store_kv(kt, cache.view(il), k, ws.v + size_t(i) * ldkv, ldkv, 1, pos);
+            cache.store(kt, il, pos, 1, k, ws.v + size_t(i) * ldkv, ldkv);
         }
         const KvView& kv = cache.view(il);
         kernels::AttentionArgs aa;

@@ -8,6 +8,7 @@
 #include "model/model.hpp"
 #include "staticlm/batch.hpp"
 #include "staticlm/batch_session.hpp"
+#include "staticlm/chat_template.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/tokenizer.hpp"
 
@@ -174,12 +175,12 @@ FinishReason finish_of(StopReason reason) {
 
 // Prompt ids as `staticlm generate` and `staticlm chat` make them: a prompt
 // with BOS (an empty one is BOS alone); messages rendered with the chat
-// template, BOS as text in the template (plain format: the BOS id first).
+// template, BOS as text in the template or its id first (Chat::turn_ids).
 std::vector<int> request_ids(const BatchRequest& r, const Model& model, const Tokenizer& tok,
                              ChatFormat format, const ChatOptions& chat) {
     std::vector<int> ids;
     if (r.chat) {
-        if (format == ChatFormat::plain && model.config().add_bos && tok.bos_id() >= 0)
+        if (format.chat_template().bos_from_tokenizer && model.config().add_bos && tok.bos_id() >= 0)
             ids.push_back(tok.bos_id());
         const std::vector<int> enc =
             tok.encode(render_chat(format, r.messages, chat, /*add_generation_prompt=*/true), false);
@@ -285,6 +286,16 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             EngineRequest er;
             er.tag = idx;
             er.options = q.options;
+            if (q.chat && er.options.stop_ids.empty()) {
+                // As Chat::reply: the model's EOS ids and the template's end-of-turn tokens.
+                er.options.stop_ids = model.config().eos_ids;
+                for (std::string_view st : j.options.chat_format.chat_template().stop_tokens) {
+                    const int id = st.empty() ? -1 : tok->token_id(st);
+                    if (id >= 0 && std::find(er.options.stop_ids.begin(), er.options.stop_ids.end(), id) ==
+                                       er.options.stop_ids.end())
+                        er.options.stop_ids.push_back(id);
+                }
+            }
             try {
                 er.prompt = request_ids(q, model, *tok, j.options.chat_format, j.options.chat);
             } catch (const Error& e) {

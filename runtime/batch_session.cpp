@@ -69,26 +69,19 @@ int default_threads() {
     return n == 0 ? 1 : int(n);
 }
 
-// Refuses caches larger than the machine's memory before allocating them.
+// Refuses caches larger than the machine's memory before allocating them
+// (the cache's own bytes_needed(), times the slots).
 void check_caches_fit(std::span<const KvLayerSpec> specs, const BatchSessionOptions& o, int q_max) {
     const SessionOptions& s = o.session;
-    const double elem = s.kv == KvType::f16 ? 2 : 4;
-    double bytes = 0;
-    for (size_t il = 0; il < specs.size(); ++il) {
-        if (specs[il].kv_source != int(il)) continue;
-        const double slots = s.ring_sliding && specs[il].window > 0
-                                 ? std::min(double(s.max_seq), double(specs[il].window) + q_max)
-                                 : double(s.max_seq);
-        bytes += 2.0 * specs[il].n_kv_heads * specs[il].head_dim * slots * elem;
-    }
-    bytes *= o.slots;
+    const uint64_t one = StaticKVCache::bytes_needed(specs, s.max_seq, s.kv, s.ring_sliding, q_max);
+    const double bytes = double(one) * o.slots;  // double: no overflow
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return;
     const double memory = double(pages) * double(page);
     if (bytes > memory)
         throw Error(ErrorKind::capacity,
                     "invalid configuration: " + std::to_string(o.slots) + " slots of max_seq " +
-                        std::to_string(s.max_seq) + " need " + std::to_string(uint64_t(bytes)) +
+                        std::to_string(s.max_seq) + " need " + std::to_string(uint64_t(std::min(bytes, 1.8e19))) +
                         " bytes of KV cache, more than the " + std::to_string(uint64_t(memory)) +
                         " bytes of memory of this machine (lower slots or max_seq)");
 }

@@ -365,6 +365,17 @@ TEST_CASE("batch: stdin/stdout, and shards from Slurm and Kubernetes variables")
         CHECK_MESSAGE(got["text"] == read_file(dir / "gen.txt"), r["id"]);
     }
 
+    // A chat request gets `staticlm chat`'s first reply.
+    write_file(dir / "chat.jsonl", "{\"id\":\"c\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],"
+                                   "\"temperature\":0,\"n_predict\":40}\n");
+    write_file(dir / "chat_in.txt", "Once upon a time\n");
+    REQUIRE(run(batch_args(dir / "chat.jsonl", dir / "chat_out.jsonl"), "", "", err) == 0);
+    REQUIRE(run({"chat", "--model", model_dir(), "--temp", "0", "--n-predict", "40", "--threads", "1",
+                 "--max-seq", "512"},
+                dir / "chat_in.txt", dir / "chat_stdout.txt", err) == 0);
+    CHECK(results(dir / "chat_out.jsonl").at("c")["text"].get<std::string>() + "\n" ==
+          read_file(dir / "chat_stdout.txt"));
+
     const std::string base = dir / "out.jsonl";
     REQUIRE(run(batch_args(in, base), "", "", err,
                 {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_COUNT=3"}) == 0);
