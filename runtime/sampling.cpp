@@ -20,12 +20,8 @@ uint64_t splitmix64(uint64_t& s) {
     return z ^ (z >> 31);
 }
 
-}  // namespace
-
-Sampler::Sampler(int vocab, const SamplingOptions& o)
-    : options_(o), state_(o.seed), work_(size_t(vocab)), order_(size_t(vocab)),
-      probs_(size_t(vocab)), seen_(size_t(vocab), -1) {
-    if (vocab < 1) throw Error(ErrorKind::config, "sampler needs a vocabulary");
+// Throws Error(config) naming the first option out of range.
+void check_options(const SamplingOptions& o) {
     if (o.top_k < 0) throw Error(ErrorKind::config, "top_k must be >= 0, got " + std::to_string(o.top_k));
     if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
         throw Error(ErrorKind::config, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
@@ -39,6 +35,23 @@ Sampler::Sampler(int vocab, const SamplingOptions& o)
         throw Error(ErrorKind::config, "repetition_window must be >= 0, got " + std::to_string(o.repetition_window));
     if (!std::isfinite(o.temperature))
         throw Error(ErrorKind::config, "temperature must be finite");
+}
+
+}  // namespace
+
+Sampler::Sampler(int vocab, const SamplingOptions& o)
+    : options_(o), state_(o.seed), work_(size_t(vocab)), order_(size_t(vocab)),
+      probs_(size_t(vocab)), seen_(size_t(vocab), -1) {
+    if (vocab < 1) throw Error(ErrorKind::config, "sampler needs a vocabulary");
+    check_options(o);
+}
+
+void Sampler::reset(const SamplingOptions& o) {
+    check_options(o);
+    options_ = o;
+    state_ = o.seed;
+    step_ = 0;
+    std::fill(seen_.begin(), seen_.end(), -1);
 }
 
 int Sampler::sample(std::span<const float> logits, std::span<const int> recent) {

@@ -38,6 +38,8 @@ public:
     Sampler(int vocab, const SamplingOptions& options);
     // Picks the next token from logits [vocab]; `recent` feeds the repetition penalty.
     int sample(std::span<const float> logits, std::span<const int> recent);
+    // Starts over with new options (as a new Sampler of the same vocabulary; no allocation).
+    void reset(const SamplingOptions& options);
     const SamplingOptions& options() const { return options_; }
 
 private:

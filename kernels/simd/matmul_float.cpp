@@ -5,11 +5,12 @@
 //
 // Numerical contract:
 //  - f32 / f16 / bf16 (convert path): every weight is converted exactly to fp32,
-//    products x·w and sums are fp32 FMAs (vec::fma). k is split over at most
-//    kMaxKSplit interleaved accumulators per output (summed at the end), so the
-//    rounding differs from a sequential sum by O(k · 2^-24 · Σ|x·w|). The split
-//    depends only on the tile shape of the output's rows, never on threads or on
-//    how many matrices share a call.
+//    products x·w and sums are fp32 FMAs (vec::fma), one accumulator per output
+//    summed in k order: y = fma(x[k-1], w[k-1], ... fma(x[0], w[0], 0)). Every
+//    tile shape, thread split and fused call computes that same sum, so a row's
+//    result does not depend on M, on its place in the tiles, on the thread
+//    count or on how many matrices share a call (the batched runtime needs
+//    this: a row decoded among M rows equals the row alone).
 //  - bf16 with vdpbf16ps (AVX512-BF16 CPUs): x is first rounded to bf16 (round
 //    to nearest even, denormals flushed by the instruction), so each product
 //    carries a relative error up to 2^-9 from x; products of bf16 pairs are
@@ -49,18 +50,14 @@ static_assert(kVecPerPanel * kLanes == kPanelRows);
 //    weights + 1 broadcast = 15 registers (the BLIS Haswell 6×16 shape).
 //  - generic (SSE2, 16 xmm, no FMA): kMR = 2, kNP = 1 (4 xmm per panel) → 8
 //    accumulators + 4 weights + 1 broadcast = 13 registers.
-// Short tiles (decode: m = 1, 2) split k over KU accumulator sets to keep
-// kMinAcc chains in flight; kMaxKSplit bounds that.
+// A lone row (decode) keeps kMinAcc chains in flight with more panels instead
+// of splitting k (which would change its rounding): kWidePanels panels of one
+// row, e.g. AVX2 4 panels × 2 ymm = 8 accumulators, AVX-512 8 panels × 1 zmm.
 // ---------------------------------------------------------------------------
 constexpr int kMR = kLanes >= 16 ? 12 : kLanes >= 8 ? 6 : 2;
 constexpr int kNP = vec::kRegisters >= 32 && kVecPerPanel == 1 ? 2 : 1;
 constexpr int kMinAcc = 8;
-constexpr int kMaxKSplit = 4;
-
-constexpr int k_split(int mr, int n_vec) {
-    const int ku = (kMinAcc + mr * n_vec - 1) / (mr * n_vec);
-    return ku < 1 ? 1 : (ku > kMaxKSplit ? kMaxKSplit : ku);
-}
+constexpr int kWidePanels = std::max(kNP, (kMinAcc + kVecPerPanel - 1) / kVecPerPanel);
 
 // Cache blocking: an n-tile holds about kTileWeightBytes of packed weights
 // (kept in L2 while every m micro-block of the tile streams over it); an m-tile
@@ -109,9 +106,9 @@ template <Fmt F, int MR, int NP>
 void tile(const void* w, size_t panel_elems, const float* x, size_t ldx, int k, float* y,
           size_t ldy, int cols) {
     constexpr int NV = NP * kVecPerPanel;
-    constexpr int KU = k_split(MR, NV);
+    constexpr int KU = 1;  // one accumulator per output: the sum in k order (see the contract)
     // bf16 steps over whole pairs so the half of each 32-bit lane is static.
-    constexpr int kStep = (F == Fmt::bf16 && KU == 1) ? 2 : KU;
+    constexpr int kStep = F == Fmt::bf16 ? 2 : 1;
     const Elem<F>* wp = static_cast<const Elem<F>*>(w);
     V acc[KU][MR][NV];
 #pragma GCC unroll 64
@@ -163,6 +160,11 @@ template <Fmt F, size_t... P>
 constexpr std::array<std::array<TileFn, kMR>, kNP> make_tiles(std::index_sequence<P...>) {
     return {tiles_for_np<F, int(P) + 1>(std::make_index_sequence<kMR>{})...};
 }
+// One row × 1 .. kWidePanels panels: kWide<F>[np-1].
+template <Fmt F, size_t... P>
+constexpr std::array<TileFn, kWidePanels> make_wide(std::index_sequence<P...>) {
+    return {&tile<F, 1, int(P) + 1>...};
+}
 
 // The split of one matmul into tiles: n-tiles of nc panel blocks (kNP panels
 // each) × m-tiles of mc rows, numbered n-major so that consecutive tiles share
@@ -183,10 +185,11 @@ struct Tiling {
     int count() const { return n_tiles * m_tiles; }
 };
 
-// Runs tile t: every micro-block of MR rows sweeps the n-tile's panel blocks.
-template <class Tiles, class XAt>
+// Runs tile t: every micro-block of MR rows sweeps the n-tile's panel blocks
+// (a lone row sweeps them kWidePanels panels at a time).
+template <class Tiles, class Wide, class XAt>
 void run_tile(const Tiling& tl, int t, int m, int n, int mr_max, int np_max, const Tiles& tiles,
-              const std::byte* wdata, size_t panel_bytes, size_t panel_elems, const XAt& x_at,
+              const Wide& wide, const std::byte* wdata, size_t panel_bytes, size_t panel_elems, const XAt& x_at,
               size_t ldx, int k, float* y, size_t ldy) {
     const int nt = t / tl.m_tiles;
     const int mt = t % tl.m_tiles;
@@ -195,6 +198,16 @@ void run_tile(const Tiling& tl, int t, int m, int n, int mr_max, int np_max, con
     const int i1 = std::min(m, (mt + 1) * tl.mc);
     for (int i = mt * tl.mc; i < i1; i += mr_max) {
         const int mr = std::min(mr_max, i1 - i);
+        if (mr == 1) {
+            const int p1 = std::min(tl.n_panels, b1 * np_max);
+            for (int p = b0 * np_max; p < p1; p += int(wide.size())) {
+                const int np = std::min(int(wide.size()), p1 - p);
+                const int col = p * kPanelRows;
+                wide[size_t(np - 1)](wdata + size_t(p) * panel_bytes, panel_elems, x_at(i), ldx, k,
+                                     y + size_t(i) * ldy + col, ldy, std::min(np * kPanelRows, n - col));
+            }
+            continue;
+        }
         for (int b = b0; b < b1; ++b) {
             const int p = b * np_max;
             const int np = std::min(np_max, tl.n_panels - p);
@@ -234,6 +247,7 @@ void matmul_many_impl(const MatmulOut* outs, int n_outs, const float* x, size_t 
                       int n_threads) {
     if (m <= 0) return;
     static constexpr auto kTiles = make_tiles<F>(std::make_index_sequence<kNP>{});
+    static constexpr auto kWide = make_wide<F>(std::make_index_sequence<kWidePanels>{});
     const int k = outs[0].w->k;
     const size_t pe = panel_elems<F>(k);
     const size_t panel_bytes = pe * sizeof(Elem<F>);
@@ -247,7 +261,7 @@ void matmul_many_impl(const MatmulOut* outs, int n_outs, const float* x, size_t 
         int s, b, e;
         while (ranges.next(s, b, e))
             for (int t = b; t < e; ++t)
-                run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, outs[s].w->data,
+                run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, kWide, outs[s].w->data,
                          panel_bytes, pe, x_at, ldx, k, outs[s].y, outs[s].ldy);
     }
 }
@@ -299,7 +313,7 @@ STATICLM_BF16_DOT __attribute__((always_inline)) inline void dpbf16_step(const u
 template <int MR, int NP>
 STATICLM_BF16_DOT void tile_dpbf16(const void* w, size_t panel_elems, const uint16_t* xq,
                                    size_t ldq, int k, float* y, size_t ldy, int cols) {
-    constexpr int KU = k_split(MR, NP);
+    constexpr int KU = 1;  // pairs summed in k order, as the convert path (row invariance)
     const uint16_t* wp = static_cast<const uint16_t*>(w);
     const int n_pairs = bf16_pairs(k);
     V acc[KU][MR][NP];
@@ -338,11 +352,16 @@ constexpr std::array<std::array<TileBf16Fn, kMR>, kNP> make_tiles_dpbf16(
     std::index_sequence<P...>) {
     return {tiles_dpbf16_for_np<int(P) + 1>(std::make_index_sequence<kMR>{})...};
 }
+template <size_t... P>
+constexpr std::array<TileBf16Fn, kWidePanels> make_wide_dpbf16(std::index_sequence<P...>) {
+    return {&tile_dpbf16<1, int(P) + 1>...};
+}
 
 void matmul_many_bf16_dp(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
                          std::byte* scratch, int n_threads) {
     if (m <= 0) return;
     static constexpr auto kTiles = make_tiles_dpbf16(std::make_index_sequence<kNP>{});
+    static constexpr auto kWide = make_wide_dpbf16(std::make_index_sequence<kWidePanels>{});
     const int k = outs[0].w->k;
     const size_t pe = panel_elems<Fmt::bf16>(k);
     const size_t panel_bytes = pe * sizeof(uint16_t);
@@ -360,7 +379,7 @@ void matmul_many_bf16_dp(const MatmulOut* outs, int n_outs, const float* x, size
         int s, b, e;
         while (ranges.next(s, b, e))
             for (int t = b; t < e; ++t)
-                run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, outs[s].w->data,
+                run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, kWide, outs[s].w->data,
                          panel_bytes, pe, x_at, ldq, k, outs[s].y, outs[s].ldy);
     }
 }

@@ -43,6 +43,7 @@ struct Run {
 }  // namespace
 
 int cmd_bench(const Args& a) {
+    if (a.has("batch")) return cmd_bench_batch(a);  // tools/cli/bench_batch.cpp
     const bool json = a.has("json");
     const int pp = a.integer("pp", 512);
     const int tg = a.integer("tg", 128);

@@ -73,8 +73,33 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"json", "", "", "one JSON object per thread count", ""},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f16"},
                 {"ring", "", "", "ring storage for sliding-window layers", ""},
+                {"batch", "", "B[,B...]", "aggregate decode of B sequences together, per B (one -t N)", ""},
+                {"batch-ctx", "", "C", "--batch: context each sequence holds before decoding", "64"},
             },
         ""};
+    m["batch"] = {
+        "batch", "batch -m DIR --input F.jsonl --output F.jsonl [--shard I/N | --shards N] [flags]\n"
+                 "       staticlm batch --merge --input F.jsonl --output F.jsonl [--shards N | SHARD_FILES...]",
+        "Runs every request of a JSONL file ({\"id\": ..., \"prompt\": ...} or \"messages\") and writes one\n"
+        "result line per request; a killed run resumes from its output. Shards split the file for job\n"
+        "arrays (Slurm, Kubernetes Indexed Jobs); --merge joins them in input order. See docs/BATCH.md.",
+        model_flags() +
+            std::vector<FlagSpec>{
+                {"input", "", "FILE", "requests, one JSON object per line ('-': stdin)", ""},
+                {"output", "", "FILE", "results, one JSON object per line ('-': stdout)", ""},
+                {"shard", "", "I/N", "run shard I of N (output FILE.I-of-N)", "Slurm / Kubernetes index, else 0/1"},
+                {"shards", "", "N", "shard count (with a job array's index, or for --merge)", ""},
+                {"sync", "", "always|end|SEC", "fsync the output after each line, at the end, or every SEC s", "1"},
+                {"slots", "", "S", "sequences decoded together", "16"},
+                {"max-line-bytes", "", "N", "longest request line in bytes", "16777216"},
+                {"max-depth", "", "N", "deepest JSON nesting of a request", "16"},
+                {"system", "", "TEXT", "system prompt for chat requests", ""},
+                {"date", "", "TEXT", "the date Llama 3 templates print", "26 Jul 2024"},
+                {"merge", "", "", "merge shard outputs into --output", ""},
+                {"quiet", "", "", "no progress on stderr", ""},
+            } +
+            load_flags() + session_flags() + sampling_flags() + generation_flags(256),
+        "SHARD_FILES..."};
     m["verify"] = {
         "verify", "verify -m DIR --reference FILE [flags]",
         "Compares the engine's logits with a reference file (input_ids, logits, greedy_ids); exit 1 when\n"
@@ -170,7 +195,7 @@ const CommandSpec& command_spec(const std::string& name) {
 
 const std::vector<std::string>& command_names() {
     static const std::vector<std::string> names = {"generate", "chat",  "info",      "tokenize",
-                                                   "bench",    "verify", "perplexity"};
+                                                   "bench",    "verify", "perplexity", "batch"};
     return names;
 }
 

@@ -56,5 +56,7 @@ size_t max_text_bytes(const Tokenizer& tokenizer, int tokens);
 int cmd_bench(const Args& a);
 int cmd_verify(const Args& a);
 int cmd_perplexity(const Args& a);
+int cmd_bench_batch(const Args& a);  // bench --batch LIST (tools/cli/bench_batch.cpp)
+int cmd_batch(const Args& a);        // tools/cli/batch_cmd.cpp
 
 }  // namespace staticlm::cli

@@ -32,6 +32,7 @@ std::string usage_text() {
            "  bench       prefill/decode speed against this machine's ceilings\n"
            "  verify      compare logits with a reference file\n"
            "  perplexity  perplexity of a text file\n"
+           "  batch       JSONL prompts to JSONL results, resumable and sharded (docs/BATCH.md)\n"
            "  --version   print the version\n";
 }
 
@@ -260,6 +261,8 @@ int run(int argc, char** argv) {
         std::fputs(command_help(spec).c_str(), stdout);
         return kExitOk;
     }
+    // batch keeps the default SIGINT: a killed job resumes from its output file.
+    if (cmd == "batch") return cmd_batch(a);
     install_interrupt_handler();
     if (cmd == "generate") return cmd_generate(a);
     if (cmd == "chat") return cmd_chat(a);
