@@ -87,14 +87,29 @@ struct Task {
 // Tying as transformers does it: the config's flag, unless the checkpoint
 // also holds an lm_head.weight that differs from the embedding, which
 // transformers then loads untied (with a warning).
+// Whether two tensors hold the same bytes, read in chunks (the tensors of a
+// safetensors file are read with pread, not mapped).
+bool same_bytes(const TensorView& a, const TensorView& b) {
+    if (a.bytes != b.bytes) return false;
+    if (a.data && b.data) return std::memcmp(a.data, b.data, a.bytes) == 0;
+    constexpr size_t kChunk = size_t(1) << 20;
+    std::vector<std::byte> ba(std::min(kChunk, a.bytes)), bb(ba.size());
+    for (size_t at = 0; at < a.bytes; at += kChunk) {
+        const size_t n = std::min(kChunk, a.bytes - at);
+        read_tensor_bytes(a, at, n, ba.data());
+        read_tensor_bytes(b, at, n, bb.data());
+        if (std::memcmp(ba.data(), bb.data(), n) != 0) return false;
+    }
+    return true;
+}
+
 void decide_tying(ModelConfig& c, const SafetensorsSet& files, const detail::TensorNaming& names,
                   std::vector<std::string>& warnings) {
     if (!c.tie_embeddings) return;
     const TensorView* head = files.find(names(WeightRole::lm_head, -1, nullptr));
     const TensorView* embed = files.find(names(WeightRole::embed, -1, nullptr));
     if (!head || !embed) return;
-    const bool same = head->dtype == embed->dtype && head->shape == embed->shape && head->bytes == embed->bytes &&
-                      std::memcmp(head->data, embed->data, head->bytes) == 0;
+    const bool same = head->dtype == embed->dtype && head->shape == embed->shape && same_bytes(*head, *embed);
     if (same) return;
     c.tie_embeddings = false;
     warnings.push_back("the config ties the output head to the embedding (tie_word_embeddings), but " +

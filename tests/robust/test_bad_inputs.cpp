@@ -1059,6 +1059,8 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         const fs::path root = dirs.tokenizer_json_text("[1, 2]");
         row("tokenizer.json is an array", ErrorKind::format,
             {"the document must be a JSON object, not array"}, [=] { load_tokenizer(root); });
+    }
+
     // --- issue 18: limits on settings and inputs that used to crash or misbehave ---
     row("threads 1000000 (session)", ErrorKind::config, {"threads 1000000", "CPUs", "at most"},
         [&] { session_with([](SessionOptions& o) { o.threads = 1000000; }); });
