@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json.hpp"
 #include "batch_internal.hpp"
 #include "staticlm/batch.hpp"
 
@@ -44,30 +45,6 @@ std::string dump(const json& j) {
     return j.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
 }
 
-// The deepest nesting of arrays/objects in a JSON text (strings skipped), or
-// limit + 1 as soon as it exceeds limit: checked before parsing so that a
-// deeply nested line cannot exhaust the parser's stack.
-int json_depth(std::string_view s, int limit) {
-    int depth = 0, deepest = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        if (in_string) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-            if (deepest > limit) return deepest;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return deepest;
-}
 
 const char* json_type(const json& j) { return j.type_name(); }
 
@@ -302,7 +279,7 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
     };
     if (line.size() > limits.max_line_bytes)
         return fail(ErrorKind::input, "longer than " + std::to_string(limits.max_line_bytes) + " bytes");
-    if (json_depth(line, limits.max_depth) > limits.max_depth)
+    if (json_too_deep_at(line, limits.max_depth) != std::string_view::npos)
         return fail(ErrorKind::format,
                     "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels");
     json j;

@@ -11,6 +11,7 @@
 #include "staticlm/chat_template.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/tokenizer.hpp"
+#include "internal.hpp"
 
 namespace staticlm {
 
@@ -61,20 +62,6 @@ private:
     Clock::time_point submitted_;
 };
 
-// Holds back text that might be the start of a stop string (generate.cpp's
-// rule, repeated so that the batched engine's texts are generate()'s).
-size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
-    size_t safe = text.size();
-    for (const std::string& s : stops) {
-        const size_t max_len = std::min(s.size() - 1, text.size() - from);
-        for (size_t len = max_len; len > 0; --len)
-            if (text.compare(text.size() - len, len, s, 0, len) == 0) {
-                safe = std::min(safe, text.size() - len);
-                break;
-            }
-    }
-    return safe;
-}
 
 // Continuous batching on a BatchGenerator: token ids, stop ids, max_tokens and
 // capacity are the generator's; the text, stop strings and results are built
@@ -126,7 +113,7 @@ public:
                         stopped = true;
                     }
                 }
-                const size_t safe = stopped ? t.text.size() : safe_prefix(t.text, t.emitted, t.stops);
+                const size_t safe = stopped ? t.text.size() : detail::safe_prefix(t.text, t.emitted, t.stops);
                 t.emitted = std::max(t.emitted, safe);
                 if (stopped) {
                     gen_.stop(slot, StopReason::stop_string);

@@ -18,6 +18,7 @@
 #include "model/graph.hpp"
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
+#include "internal.hpp"
 
 namespace staticlm {
 
@@ -29,25 +30,6 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Sorted, deduplicated buckets with 1 added, validated against K (as Session does).
-std::vector<int> sorted_buckets(const std::vector<int>& in, const char* what, int max_seq) {
-    if (in.empty())
-        throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
-                                           " is empty (give at least one block size)");
-    std::vector<int> out;
-    for (int b : in) {
-        if (b < 1 || b > max_seq)
-            throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
-                                               " has block size " + std::to_string(b) +
-                                               " outside 1.." + std::to_string(max_seq) +
-                                               " (max_seq)");
-        out.push_back(b);
-    }
-    out.push_back(1);
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-}
 
 // The next step of the bucket rule of RUNTIME.md for n tokens at position P
 // (the rule has no memory, so running it step by step gives Session::plan).
@@ -178,8 +160,8 @@ BatchSession::BatchSession(std::shared_ptr<const Model> model, const BatchSessio
                                        "cores), got " + std::to_string(so.threads));
     s.model = std::move(model);
     s.options = options;
-    s.prefill_buckets = sorted_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
-    s.append_buckets = sorted_buckets(so.append_buckets, "append_buckets", so.max_seq);
+    s.prefill_buckets = detail::normalize_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
+    s.append_buckets = detail::normalize_buckets(so.append_buckets, "append_buckets", so.max_seq);
     s.threads = so.threads == 0 ? default_threads() : so.threads;
     s.kt = &kernels::table();
     const ModelConfig& c = s.model->config();

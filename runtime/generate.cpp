@@ -7,23 +7,16 @@
 
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
+#include "internal.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
 
 namespace staticlm {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Holds back text that might be the start of a stop string, so that a stop
 // string is never streamed. Returns how many bytes of `text` (from `from`) are safe.
-size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+size_t detail::safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
     size_t safe = text.size();
     for (const std::string& s : stops) {
         // the longest suffix of text that is a proper prefix of s
@@ -36,6 +29,15 @@ size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::
     }
     return safe;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 
 }  // namespace
 
@@ -129,7 +131,7 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
                 stopped = true;
             }
         }
-        const size_t safe = stopped ? r.text.size() : safe_prefix(r.text, emitted, options.stop_strings);
+        const size_t safe = stopped ? r.text.size() : detail::safe_prefix(r.text, emitted, options.stop_strings);
         const std::string_view fresh =
             safe > emitted ? std::string_view(r.text).substr(emitted, safe - emitted) : std::string_view();
         if (sink.fn && !fresh.empty()) sink.fn(sink.ctx, fresh);

@@ -17,13 +17,12 @@
 #include "model/model.hpp"
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
+#include "internal.hpp"
 
 namespace staticlm {
 
-namespace {
-
 // Sorted, deduplicated buckets with 1 added; validated against K.
-std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
+std::vector<int> detail::normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
     if (in.empty())
         throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
                                            " is empty (give at least one block size)");
@@ -42,6 +41,9 @@ std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what,
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
+
+namespace {
+
 
 // Refuses a max_seq whose KV cache alone exceeds this machine's physical
 // memory, before allocating: a multi-terabyte request would otherwise end the
@@ -272,8 +274,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     detail::check_threads(options.threads, "configuration");
     s.model = std::move(model);
     s.options = options;
-    s.prefill_buckets = normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
-    s.append_buckets = normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
+    s.prefill_buckets = detail::normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
+    s.append_buckets = detail::normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
     s.threads = options.threads == 0 ? default_threads() : options.threads;
     s.kt = &kernels::table();
     const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
@@ -354,7 +356,7 @@ std::vector<Step> Session::plan(std::span<const int> buckets, int P, int T, int 
     if (K < 1 || P < 0 || T < 0 || P + T > K)
         throw Error(ErrorKind::capacity, "capacity exceeded: P=" + std::to_string(P) + " + T=" +
                                              std::to_string(T) + " > K=" + std::to_string(K));
-    const std::vector<int> sorted = normalize_buckets(
+    const std::vector<int> sorted = detail::normalize_buckets(
         std::vector<int>(buckets.begin(), buckets.end()), "buckets", K);
     std::vector<Step> out(size_t(T) + 1);
     out.resize(plan_into(sorted, P, T, K, out.data()));
