@@ -9,12 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "kernels/ggml_blocks.hpp"
+#include "tokenizer/tokenizer_gguf.hpp"
 
 namespace staticlm {
 
@@ -126,6 +128,12 @@ private:
 // in FILE)" for types without a dequantizer.
 void gguf_dequantize_rows(const GgufTensor& t, int64_t row0, int64_t row1, float* out);
 std::vector<float> gguf_read_f32(const GgufTensor& t);
+
+// The tokenizer.ggml.* keys (model/gguf_vocab.cpp); the views point into the
+// file's mapping. Error(model) when tokenizer.ggml.model or .tokens is
+// missing, Error(format) naming the key when a value has the wrong type.
+GgufVocab read_gguf_vocab(const GgufFile& file);
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& file);
 
 // A human-readable summary for `staticlm info`: file, version, architecture,
 // every key (arrays abbreviated), and a tensor-type histogram (tensors,
