@@ -7,6 +7,7 @@
 #include <map>
 
 #include "model/gguf.hpp"
+#include "staticlm/error.hpp"
 
 namespace staticlm {
 namespace {
@@ -106,6 +107,16 @@ std::string gguf_summary(const GgufFile& file) {
                             "tokenizer.ggml.model"}) {
         const GgufValue* v = file.find(key);
         if (v && v->type != GgufType::array) s.append("  ").append(key).append(": ").append(scalar_text(*v)).append("\n");
+    }
+    try {
+        const GgufModelInfo m = read_gguf_model_info(file);
+        std::snprintf(line, sizeof line,
+                      "  model: %s, %d layers, hidden %d, ffn %d, %d heads (%d kv) x %d, vocab %d, %s output\n",
+                      m.architecture.c_str(), m.n_layers, m.hidden, m.ffn, m.n_heads, m.n_kv_heads, m.head_dim,
+                      m.vocab, m.tied ? "tied" : "separate");
+        s += line;
+    } catch (const Error& e) {
+        s.append("  model: not loadable: ").append(e.what()).append("\n");
     }
     s += "metadata: " + std::to_string(file.kvs().size()) + " keys\n";
     for (const GgufKv& kv : file.kvs()) {

@@ -123,4 +123,71 @@ private:
     std::vector<Tensor> tensors_;
 };
 
+// A tiny model as GGUF: architecture `arch` (llama or gemma3), F32 weights
+// of deterministic values, and a `llama` (SentencePiece-style) vocabulary of
+// `vocab` pieces: <unk> <s> </s> then letters. Hidden 16, 2 layers, 4 heads of
+// 4 (2 KV heads), FFN 24.
+inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab = 32) {
+    const uint64_t H = 16, L = 2, heads = 4, kv = 2, hd = 4, F = 24;
+    GgufWriter w;
+    w.kv_string("general.architecture", arch)
+        .kv_string("general.name", "tiny " + arch)
+        .kv_u32(arch + ".block_count", uint32_t(L))
+        .kv_u32(arch + ".context_length", 64)
+        .kv_u32(arch + ".embedding_length", uint32_t(H))
+        .kv_u32(arch + ".feed_forward_length", uint32_t(F))
+        .kv_u32(arch + ".attention.head_count", uint32_t(heads))
+        .kv_u32(arch + ".attention.head_count_kv", uint32_t(kv))
+        .kv_f32(arch + ".rope.freq_base", 10000.0f)
+        .kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<float> scores = {0, 0, 0};
+    std::vector<int32_t> types = {2, 3, 3};
+    for (int i = 3; i < vocab; ++i) {
+        tokens.push_back(std::string(1, char('a' + (i - 3) % 26)) + (i - 3 >= 26 ? std::to_string(i) : ""));
+        scores.push_back(-float(i));
+        types.push_back(1);
+    }
+    w.kv_string("tokenizer.ggml.model", "llama")
+        .kv_strings("tokenizer.ggml.tokens", tokens)
+        .kv_f32s("tokenizer.ggml.scores", scores)
+        .kv_i32s("tokenizer.ggml.token_type", types)
+        .kv_u32("tokenizer.ggml.bos_token_id", 1)
+        .kv_u32("tokenizer.ggml.eos_token_id", 2)
+        .kv_bool("tokenizer.ggml.add_space_prefix", false);
+    uint32_t seed = 1;
+    auto t = [&](const std::string& name, std::vector<uint64_t> ne) {
+        uint64_t n = 1;
+        for (uint64_t d : ne) n *= d;
+        std::vector<float> v(n);
+        uint32_t s = seed++ * 2654435761u + 1;
+        for (float& x : v) {
+            s = s * 1664525u + 1013904223u;
+            x = float(int((s >> 16) % 128) - 64) / 64.0f;
+        }
+        w.tensor(name, std::move(ne), GgufWriter::T_F32, GgufWriter::f32_data(v));
+    };
+    t("token_embd.weight", {H, uint64_t(vocab)});
+    t("output_norm.weight", {H});
+    for (uint64_t il = 0; il < L; ++il) {
+        const std::string b = "blk." + std::to_string(il) + ".";
+        t(b + "attn_norm.weight", {H});
+        t(b + "attn_q.weight", {H, heads * hd});
+        t(b + "attn_k.weight", {H, kv * hd});
+        t(b + "attn_v.weight", {H, kv * hd});
+        t(b + "attn_output.weight", {heads * hd, H});
+        t(b + "ffn_norm.weight", {H});
+        t(b + "ffn_gate.weight", {H, F});
+        t(b + "ffn_up.weight", {H, F});
+        t(b + "ffn_down.weight", {F, H});
+        if (arch == "gemma3") {
+            t(b + "attn_q_norm.weight", {hd});
+            t(b + "attn_k_norm.weight", {hd});
+            t(b + "post_attention_norm.weight", {H});
+            t(b + "post_ffw_norm.weight", {H});
+        }
+    }
+    return w;
+}
+
 }  // namespace staticlm::test

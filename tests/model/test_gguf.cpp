@@ -193,6 +193,27 @@ TEST_CASE("gguf: types without a dequantizer are clear errors naming the tensor"
     CHECK(gguf_summary(f).find("IQ2_XXS") != std::string::npos);
 }
 
+TEST_CASE("gguf: model facts of a tiny llama and gemma3 file") {
+    TempDir tmp;
+    for (const std::string arch : {"llama", "gemma3"}) {
+        const GgufFile f(write_gguf(tmp, arch + ".gguf", tiny_gguf_model(arch).bytes()));
+        const GgufModelInfo m = read_gguf_model_info(f);
+        CHECK(m.architecture == arch);
+        CHECK(m.n_layers == 2);
+        CHECK(m.hidden == 16);
+        CHECK(m.ffn == 24);
+        CHECK(m.n_heads == 4);
+        CHECK(m.n_kv_heads == 2);
+        CHECK(m.head_dim == 4);
+        CHECK(m.vocab == 32);
+        CHECK(m.tied);
+        CHECK(gguf_summary(f).find("model: " + arch + ", 2 layers, hidden 16") != std::string::npos);
+        auto tok = load_gguf_tokenizer(f);
+        CHECK(tok->vocab_size() == 32);
+        CHECK(tok->encode("abc", true) == std::vector<int>{1, 3, 4, 5});
+    }
+}
+
 TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {
     const char* home = std::getenv("HOME");
     fs::path path = std::getenv("STATICLM_GEMMA3_GGUF") ? fs::path(std::getenv("STATICLM_GEMMA3_GGUF"))
@@ -212,6 +233,17 @@ TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)"
     CHECK(f.get_string("general.architecture") == "gemma3");
     CHECK(f.get_uint("gemma3.block_count") == 18);
     CHECK(f.get_array_count("tokenizer.ggml.tokens") == 262144);
+    const GgufModelInfo m = read_gguf_model_info(f);
+    CHECK(m.n_layers == 18);
+    CHECK(m.hidden == 640);
+    CHECK(m.ffn == 2048);
+    CHECK(m.n_heads == 4);
+    CHECK(m.n_kv_heads == 1);
+    CHECK(m.head_dim == 256);
+    CHECK(m.vocab == 262144);
+    CHECK(m.tied);
+    CHECK(m.rope_theta == 1e6);
+    MESSAGE(gguf_summary(f));
     const GgufTensor& emb = f.tensor("token_embd.weight");
     CHECK(emb.type == GgmlType::q8_0);
     CHECK(emb.shape_string() == "[640, 262144]");

@@ -135,6 +135,22 @@ std::vector<float> gguf_read_f32(const GgufTensor& t);
 GgufVocab read_gguf_vocab(const GgufFile& file);
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& file);
 
+// The model a GGUF file describes (model/gguf_model.cpp), checked before any
+// weight is read: general.architecture (llama, gemma3), the <arch>.* keys,
+// token_embd's rows against tokenizer.ggml.tokens and <arch>.vocab_size, and
+// every per-layer tensor's name and shape. Error(unsupported) for other
+// architectures, Error(model) naming the key or tensor that is missing or
+// misshaped, Error(format) for out-of-range values.
+struct GgufModelInfo {
+    std::string architecture;
+    int n_layers = 0, hidden = 0, ffn = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;
+    int64_t context = 0;        // <arch>.context_length, 0 when absent
+    double rope_theta = 10000.0;
+    double rms_eps = 0.0;
+    bool tied = true;           // no output.weight: the output projection is token_embd
+};
+GgufModelInfo read_gguf_model_info(const GgufFile& file);
+
 // A human-readable summary for `staticlm info`: file, version, architecture,
 // every key (arrays abbreviated), and a tensor-type histogram (tensors,
 // elements and bytes per type).
