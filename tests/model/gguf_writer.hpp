@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@ public:
     uint32_t version = 3;
     uint64_t alignment = 32;  // padding used; write general.alignment with set_alignment()
     std::optional<uint64_t> n_kv_override, n_tensors_override;
+    std::set<std::string, std::less<>> omit;  // keys and tensor names that kv_raw/tensor skip
 
     template <class T>
     static std::string pod(T v) {
@@ -35,6 +37,7 @@ public:
 
     // A raw key/value: key string, type id, value bytes as given.
     GgufWriter& kv_raw(std::string_view key, uint32_t type, const std::string& value) {
+        if (omit.count(key)) return *this;
         kvs_ += str(key) + pod(type) + value;
         ++n_kv_;
         return *this;
@@ -73,6 +76,7 @@ public:
     // offset is assigned (aligned, back to back) unless given.
     GgufWriter& tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t type, std::string data,
                        std::optional<uint64_t> offset = std::nullopt) {
+        if (omit.count(name)) return *this;
         tensors_.push_back({std::string(name), std::move(ne), type, std::move(data), offset});
         return *this;
     }
@@ -101,7 +105,9 @@ public:
         out.resize(size_t(pad(out.size())), '\0');
         const size_t data_start = out.size();
         for (size_t i = 0; i < tensors_.size(); ++i) {
-            const size_t at = data_start + size_t(offsets[i]);
+            const uint64_t at64 = data_start + offsets[i];
+            if (at64 > out.size() + (uint64_t{1} << 20)) continue;  // far past the end: info only, no data
+            const size_t at = size_t(at64);
             if (at > out.size()) out.resize(at, '\0');
             if (at + tensors_[i].data.size() > out.size()) out.resize(at + tensors_[i].data.size(), '\0');
             std::memcpy(out.data() + at, tensors_[i].data.data(), tensors_[i].data.size());
@@ -125,11 +131,15 @@ private:
 
 // A tiny model as GGUF: architecture `arch` (llama or gemma3), F32 weights
 // of deterministic values, and a `llama` (SentencePiece-style) vocabulary of
-// `vocab` pieces: <unk> <s> </s> then letters. Hidden 16, 2 layers, 4 heads of
-// 4 (2 KV heads), FFN 24.
-inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab = 32) {
+// n_tokens (default: vocab) pieces: <unk> <s> </s> then letters. Hidden 16,
+// 2 layers, 4 heads of 4 (2 KV heads), FFN 24. Keys and tensors named in
+// `omit` are left out (tests add their own versions).
+inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab = 32,
+                                  std::set<std::string, std::less<>> omit = {}, int n_tokens = -1) {
     const uint64_t H = 16, L = 2, heads = 4, kv = 2, hd = 4, F = 24;
     GgufWriter w;
+    w.omit = std::move(omit);
+    if (n_tokens < 0) n_tokens = vocab;
     w.kv_string("general.architecture", arch)
         .kv_string("general.name", "tiny " + arch)
         .kv_u32(arch + ".block_count", uint32_t(L))
@@ -143,7 +153,7 @@ inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab =
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<float> scores = {0, 0, 0};
     std::vector<int32_t> types = {2, 3, 3};
-    for (int i = 3; i < vocab; ++i) {
+    for (int i = 3; i < n_tokens; ++i) {
         tokens.push_back(std::string(1, char('a' + (i - 3) % 26)) + (i - 3 >= 26 ? std::to_string(i) : ""));
         scores.push_back(-float(i));
         types.push_back(1);
@@ -187,6 +197,7 @@ inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab =
             t(b + "post_ffw_norm.weight", {H});
         }
     }
+    w.omit.clear();
     return w;
 }
 
