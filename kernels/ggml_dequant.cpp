@@ -69,75 +69,108 @@ void deq_bf16(const std::byte* src, float* y, int64_t n) {
     }
 }
 
+// The quant values of a block are first unpacked into int8 with byte
+// operations only (constant shifts and masks, which vectorize), then scaled by
+// one of these loops. The arithmetic per element is ggml's.
+template <int N>
+inline void scale(const int8_t* q, float d, float* y) {
+    for (int j = 0; j < N; ++j) y[j] = float(q[j]) * d;
+}
+template <int N>
+inline void scale_add(const int8_t* q, float d, float m, float* y) {
+    for (int j = 0; j < N; ++j) y[j] = float(q[j]) * d + m;
+}
+template <int N>
+inline void scale_sub(const int8_t* q, float d, float m, float* y) {
+    for (int j = 0; j < N; ++j) y[j] = d * float(q[j]) - m;
+}
+
+// kBit4[b][i] = bit i of b, moved to bit 4: the fifth bit of Q5 quants.
+struct Bit4Table {
+    uint8_t v[256][8];
+    constexpr Bit4Table() : v() {
+        for (int b = 0; b < 256; ++b)
+            for (int i = 0; i < 8; ++i) v[b][i] = uint8_t(((b >> i) & 1) << 4);
+    }
+};
+constexpr Bit4Table kBit4;
+
+// The 32 fifth bits of a Q5_0/Q5_1 block: bit j of qh for element j.
+inline void q5_high_bits(const uint8_t* qh, uint8_t* h) {
+    for (int k = 0; k < 4; ++k) std::memcpy(h + 8 * k, kBit4.v[qh[k]], 8);
+}
+
 void deq_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK) {
-        const float d = half(x[i].d);
+        int8_t q[kQK];
         for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = float((x[i].qs[j] & 0x0F) - 8) * d;
-            y[j + kQK / 2] = float((x[i].qs[j] >> 4) - 8) * d;
+            q[j] = int8_t((x[i].qs[j] & 0x0F) - 8);
+            q[j + kQK / 2] = int8_t((x[i].qs[j] >> 4) - 8);
         }
+        scale<kQK>(q, half(x[i].d), y);
     }
 }
 
 void deq_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK) {
-        const float d = half(x[i].d), m = half(x[i].m);
+        int8_t q[kQK];
         for (int j = 0; j < kQK / 2; ++j) {
-            y[j] = float(x[i].qs[j] & 0x0F) * d + m;
-            y[j + kQK / 2] = float(x[i].qs[j] >> 4) * d + m;
+            q[j] = int8_t(x[i].qs[j] & 0x0F);
+            q[j + kQK / 2] = int8_t(x[i].qs[j] >> 4);
         }
+        scale_add<kQK>(q, half(x[i].d), half(x[i].m), y);
     }
 }
 
 void deq_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK) {
-        const float d = half(x[i].d);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, 4);
+        uint8_t h[kQK];
+        q5_high_bits(x[i].qh, h);
+        int8_t q[kQK];
         for (int j = 0; j < kQK / 2; ++j) {
-            const int h0 = int((qh >> j) << 4) & 0x10;
-            const int h1 = int(qh >> (j + 12)) & 0x10;
-            y[j] = float(((x[i].qs[j] & 0x0F) | h0) - 16) * d;
-            y[j + kQK / 2] = float(((x[i].qs[j] >> 4) | h1) - 16) * d;
+            q[j] = int8_t(((x[i].qs[j] & 0x0F) | h[j]) - 16);
+            q[j + kQK / 2] = int8_t(((x[i].qs[j] >> 4) | h[j + kQK / 2]) - 16);
         }
+        scale<kQK>(q, half(x[i].d), y);
     }
 }
 
 void deq_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK) {
-        const float d = half(x[i].d), m = half(x[i].m);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, 4);
+        uint8_t h[kQK];
+        q5_high_bits(x[i].qh, h);
+        int8_t q[kQK];
         for (int j = 0; j < kQK / 2; ++j) {
-            const int h0 = int((qh >> j) << 4) & 0x10;
-            const int h1 = int(qh >> (j + 12)) & 0x10;
-            y[j] = float((x[i].qs[j] & 0x0F) | h0) * d + m;
-            y[j + kQK / 2] = float((x[i].qs[j] >> 4) | h1) * d + m;
+            q[j] = int8_t((x[i].qs[j] & 0x0F) | h[j]);
+            q[j + kQK / 2] = int8_t((x[i].qs[j] >> 4) | h[j + kQK / 2]);
         }
+        scale_add<kQK>(q, half(x[i].d), half(x[i].m), y);
     }
 }
 
 void deq_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQK) {
-        const float d = half(x[i].d);
-        for (int j = 0; j < kQK; ++j) y[j] = float(x[i].qs[j]) * d;
-    }
+    for (int64_t i = 0; i < nb; ++i, y += kQK) scale<kQK>(x[i].qs, half(x[i].d), y);
 }
 
+// Q2_K and Q3_K store element 128n + 32s + i (n < 2, s < 4, i < 32) in bits
+// 2s..2s+1 of qs[32n + i]; sub-block k of 16 elements is 8n + 2s + (i >= 16).
 void deq_q2_k(const BlockQ2_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d), dmin = half(x[i].dmin);
-        const uint8_t* q = x[i].qs;
-        int is = 0;
-        for (int n = 0; n < kQK_K; n += 128, q += 32) {
-            for (int shift = 0; shift < 8; shift += 2) {
-                for (int half16 = 0; half16 < 2; ++half16, y += 16) {
-                    const uint8_t sc = x[i].scales[is++];
-                    const float dl = d * float(sc & 0xF), ml = dmin * float(sc >> 4);
-                    for (int l = 0; l < 16; ++l)
-                        y[l] = dl * float((q[l + 16 * half16] >> shift) & 3) - ml;
-                }
+        int8_t q[kQK_K];
+        for (int n = 0; n < 2; ++n) {
+            const uint8_t* qs = x[i].qs + 32 * n;
+            int8_t* o = q + 128 * n;
+            for (int l = 0; l < 32; ++l) {
+                o[l] = int8_t(qs[l] & 3);
+                o[32 + l] = int8_t((qs[l] >> 2) & 3);
+                o[64 + l] = int8_t((qs[l] >> 4) & 3);
+                o[96 + l] = int8_t((qs[l] >> 6) & 3);
             }
+        }
+        for (int k = 0; k < 16; ++k, y += 16) {
+            const uint8_t sc = x[i].scales[k];
+            scale_sub<16>(q + 16 * k, d * float(sc & 0xF), dmin * float(sc >> 4), y);
         }
     }
 }
@@ -155,40 +188,45 @@ void q3_k_scales(const uint8_t* packed, int8_t* scales) {
     std::memcpy(scales, aux, 16);
 }
 
+// Q3_K: as Q2_K, minus 4 unless bit 4n + s of hmask[i] is set.
 void deq_q3_k(const BlockQ3_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d);
         int8_t scales[16];
         q3_k_scales(x[i].scales, scales);
-        const uint8_t* q = x[i].qs;
         const uint8_t* hm = x[i].hmask;
-        uint8_t m = 1;
-        int is = 0;
-        for (int n = 0; n < kQK_K; n += 128, q += 32) {
-            for (int shift = 0; shift < 8; shift += 2, m = uint8_t(m << 1)) {
-                for (int half16 = 0; half16 < 2; ++half16, y += 16) {
-                    const float dl = d * float(scales[is++] - 32);
-                    const int o = 16 * half16;
-                    for (int l = 0; l < 16; ++l)
-                        y[l] = dl * float(((q[l + o] >> shift) & 3) - ((hm[l + o] & m) ? 0 : 4));
-                }
+        int8_t q[kQK_K];
+        for (int n = 0; n < 2; ++n) {
+            const uint8_t* qs = x[i].qs + 32 * n;
+            int8_t* o = q + 128 * n;
+            const int h0 = 4 * n;
+            for (int l = 0; l < 32; ++l) {
+                o[l] = int8_t((qs[l] & 3) - (((hm[l] >> h0) & 1) ? 0 : 4));
+                o[32 + l] = int8_t(((qs[l] >> 2) & 3) - (((hm[l] >> (h0 + 1)) & 1) ? 0 : 4));
+                o[64 + l] = int8_t(((qs[l] >> 4) & 3) - (((hm[l] >> (h0 + 2)) & 1) ? 0 : 4));
+                o[96 + l] = int8_t(((qs[l] >> 6) & 3) - (((hm[l] >> (h0 + 3)) & 1) ? 0 : 4));
             }
         }
+        for (int k = 0; k < 16; ++k, y += 16) scale<16>(q + 16 * k, d * float(scales[k] - 32), y);
     }
 }
 
+// Q4_K/Q5_K: chunk c < 4 of 64 elements is qs[32c .. 32c + 31], low nibbles
+// first (sub-block 2c), then high nibbles (sub-block 2c + 1); Q5_K's fifth
+// bits are bits 2c and 2c + 1 of qh[l].
 void deq_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d), dmin = half(x[i].dmin);
-        const uint8_t* q = x[i].qs;
-        for (int is = 0; is < 8; is += 2, q += 32, y += 64) {
+        int8_t q[kQK_K];
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                q[64 * c + l] = int8_t(x[i].qs[32 * c + l] & 0xF);
+                q[64 * c + 32 + l] = int8_t(x[i].qs[32 * c + l] >> 4);
+            }
+        for (int j = 0; j < 8; ++j, y += 32) {
             uint8_t sc, mn;
-            k4_scale_min(is, x[i].scales, sc, mn);
-            const float d1 = d * float(sc), m1 = dmin * float(mn);
-            k4_scale_min(is + 1, x[i].scales, sc, mn);
-            const float d2 = d * float(sc), m2 = dmin * float(mn);
-            for (int l = 0; l < 32; ++l) y[l] = d1 * float(q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; ++l) y[l + 32] = d2 * float(q[l] >> 4) - m2;
+            k4_scale_min(j, x[i].scales, sc, mn);
+            scale_sub<32>(q + 32 * j, d * float(sc), dmin * float(mn), y);
         }
     }
 }
@@ -196,43 +234,41 @@ void deq_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
 void deq_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d), dmin = half(x[i].dmin);
-        const uint8_t* ql = x[i].qs;
         const uint8_t* qh = x[i].qh;
-        int u1 = 1, u2 = 2;
-        for (int is = 0; is < 8; is += 2, ql += 32, y += 64, u1 <<= 2, u2 <<= 2) {
+        int8_t q[kQK_K];
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t b = x[i].qs[32 * c + l];
+                q[64 * c + l] = int8_t((b & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4));
+                q[64 * c + 32 + l] = int8_t((b >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4));
+            }
+        for (int j = 0; j < 8; ++j, y += 32) {
             uint8_t sc, mn;
-            k4_scale_min(is, x[i].scales, sc, mn);
-            const float d1 = d * float(sc), m1 = dmin * float(mn);
-            k4_scale_min(is + 1, x[i].scales, sc, mn);
-            const float d2 = d * float(sc), m2 = dmin * float(mn);
-            for (int l = 0; l < 32; ++l) y[l] = d1 * float((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
-            for (int l = 0; l < 32; ++l) y[l + 32] = d2 * float((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+            k4_scale_min(j, x[i].scales, sc, mn);
+            scale_sub<32>(q + 32 * j, d * float(sc), dmin * float(mn), y);
         }
     }
 }
 
+// Q6_K: element 128n + 32g + l (g < 4) takes the low (g even) or high nibble
+// of ql[64n + l + 32 (g odd)] and bits 2g..2g+1 of qh[32n + l]; sub-block k
+// of 16 uses scales[k], multiplied as (d · scale) · q.
 void deq_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d);
-        const uint8_t* ql = x[i].ql;
-        const uint8_t* qh = x[i].qh;
-        const int8_t* sc = x[i].scales;
-        for (int n = 0; n < kQK_K; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
-            // (d · scale) first, as ggml's `d * sc[is] * q` parses.
-            float ds[8];
-            for (int k = 0; k < 8; ++k) ds[k] = d * float(sc[k]);
+        int8_t q[kQK_K];
+        for (int n = 0; n < 2; ++n) {
+            const uint8_t* ql = x[i].ql + 64 * n;
+            const uint8_t* qh = x[i].qh + 32 * n;
+            int8_t* o = q + 128 * n;
             for (int l = 0; l < 32; ++l) {
-                const int is = l / 16;
-                const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-                const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-                const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                y[l] = ds[is] * float(q1);
-                y[l + 32] = ds[is + 2] * float(q2);
-                y[l + 64] = ds[is + 4] * float(q3);
-                y[l + 96] = ds[is + 6] * float(q4);
+                o[l] = int8_t(((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32);
+                o[32 + l] = int8_t(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+                o[64 + l] = int8_t(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+                o[96 + l] = int8_t(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
             }
         }
+        for (int k = 0; k < 16; ++k, y += 16) scale<16>(q + 16 * k, d * float(x[i].scales[k]), y);
     }
 }
 
