@@ -160,4 +160,10 @@ GgufModelInfo read_gguf_model_info(const GgufFile& f) {
     return m;
 }
 
+int64_t gguf_llama_qk_row(int64_t hf_row, int head_dim) {
+    const int64_t d = head_dim, half = d / 2;
+    const int64_t h = hf_row / d, r = hf_row % d;
+    return h * d + 2 * (r % half) + r / half;
+}
+
 }  // namespace staticlm

@@ -16,6 +16,9 @@ namespace {
 using namespace tokjson;
 
 constexpr const char* kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+// Pieces longer than this get no derived merges, so BPE never produces them
+// (splitting a piece costs O(length²); real pieces stay under 300 bytes).
+constexpr size_t kMaxMergedPiece = 1024;
 
 [[noreturn]] void bad(const GgufVocab& v, const std::string& what) {
     throw Error(ErrorKind::format, v.source + ": " + what);
@@ -42,8 +45,9 @@ size_t code_points(std::string_view s) {
 // converter overwrote it with -1000, so 0 is used again for them here.
 void derive_merges(const GgufVocab& v, const std::vector<std::string>& pieces, JsonTokenizer& t) {
     struct Split {
-        uint32_t merged, at;  // piece id, byte offset of the split
-        uint64_t hl, hr;      // hashes of the two halves
+        uint32_t merged, at;            // piece id, byte offset of the split
+        uint32_t len_left, len_right;   // code points
+        uint64_t hl, hr;                // hashes of the two halves
     };
     struct Candidate {
         uint64_t key;           // score (descending) and left length (descending)
@@ -60,9 +64,13 @@ void derive_merges(const GgufVocab& v, const std::vector<std::string>& pieces, J
         splits.clear();
         for (size_t m = b; m < std::min(pieces.size(), b + kBatch); ++m) {
             const std::string_view piece = pieces[m];
+            if (piece.size() > kMaxMergedPiece) continue;
+            const uint32_t total = uint32_t(code_points(piece));
+            uint32_t left = 0;
             for (size_t k = 1; k < piece.size(); ++k) {
                 if (is_continuation(piece[k])) continue;  // splits at code points only
-                const Split sp{uint32_t(m), uint32_t(k), StringIdMap::hash(piece.substr(0, k)),
+                ++left;
+                const Split sp{uint32_t(m), uint32_t(k), left, total - left, StringIdMap::hash(piece.substr(0, k)),
                                StringIdMap::hash(piece.substr(k))};
                 t.vocab_.prefetch(sp.hl);
                 t.vocab_.prefetch(sp.hr);
@@ -82,9 +90,7 @@ void derive_merges(const GgufVocab& v, const std::vector<std::string>& pieces, J
             uint32_t u;
             std::memcpy(&u, &score, 4);
             u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending with the float
-            const uint32_t len_left = uint32_t(code_points(piece.substr(0, sp.at)));
-            c.push_back({(uint64_t(~u) << 32) | uint32_t(~len_left),
-                         ~uint32_t(code_points(piece.substr(sp.at))), int(sp.merged), l, r});
+            c.push_back({(uint64_t(~u) << 32) | uint32_t(~sp.len_left), ~sp.len_right, int(sp.merged), l, r});
         }
     }
     // Candidates were made in merged-id order; a stable sort keeps it for ties.
@@ -126,9 +132,11 @@ void check_id(const GgufVocab& v, int id, const char* key) {
 
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
     const bool spm = v.model == "llama";
-    if (!spm && v.model != "gpt2")
+    const bool gemma4 = v.model == "gemma4";
+    const bool metaspace = spm || gemma4;  // pieces carry U+2581 for spaces, byte fallback
+    if (!metaspace && v.model != "gpt2")
         throw Error(ErrorKind::unsupported, v.source + ": tokenizer.ggml.model \"" + v.model +
-                                                "\" is not supported (\"llama\" and \"gpt2\" are)");
+                                                "\" is not supported (\"llama\", \"gemma4\" and \"gpt2\" are)");
     const size_t n = v.tokens.size();
     if (n == 0) bad(v, "tokenizer.ggml.tokens is empty");
     if (n > size_t(INT32_MAX)) bad(v, "tokenizer.ggml.tokens has more than 2^31 - 1 entries");
@@ -146,7 +154,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
         if (!std::isfinite(v.scores[i]))
             bad(v, "tokenizer.ggml.scores[" + std::to_string(i) + "] is not finite");
     if (spm && v.scores.empty()) bad(v, "tokenizer.ggml.model \"llama\" needs tokenizer.ggml.scores");
-    if (!spm && !v.has_merges) bad(v, "tokenizer.ggml.model \"gpt2\" needs tokenizer.ggml.merges");
+    if (!spm && !v.has_merges) bad(v, "tokenizer.ggml.model \"" + v.model + "\" needs tokenizer.ggml.merges");
     check_id(v, v.bos_id, "tokenizer.ggml.bos_token_id");
     check_id(v, v.eos_id, "tokenizer.ggml.eos_token_id");
     check_id(v, v.unk_id, "tokenizer.ggml.unknown_token_id");
@@ -174,7 +182,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
     t->special_flag_.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
         const GgufTokenType type = type_of(v, i);
-        if (type == GgufTokenType::byte || (v.token_types.empty() && spm)) {
+        if (type == GgufTokenType::byte || (v.token_types.empty() && metaspace)) {
             const int b = byte_token_value(pieces[i]);
             if (b >= 0 && t->byte_ids_[b] < 0) t->byte_ids_[b] = int(i);
             if (b < 0 && type == GgufTokenType::byte)
@@ -198,8 +206,9 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
     t->bos_id_ = v.bos_id;
     t->eos_id_ = v.eos_id;
 
-    if (spm) {
-        const bool space_prefix = v.add_space_prefix != 0;  // llama.cpp's default: true
+    if (metaspace) {
+        // llama.cpp's default: a space prefix for llama vocabularies only.
+        const bool space_prefix = v.add_space_prefix >= 0 ? v.add_space_prefix != 0 : spm;
         t->byte_fallback_ = std::any_of(std::begin(t->byte_ids_), std::end(t->byte_ids_), [](int id) { return id >= 0; });
         t->fuse_unk_ = true;
         if (space_prefix) t->normalizer_.push_back({NormKind::kPrepend, "", kMetaspace});
@@ -208,7 +217,10 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
         t->decoder_.push_back({DecKind::kByteFallback, "", "", 0, 0, PrependScheme::kAlways});
         t->decoder_.push_back({DecKind::kFuse, "", "", 0, 0, PrependScheme::kAlways});
         if (space_prefix) t->decoder_.push_back({DecKind::kStrip, "", " ", 1, 0, PrependScheme::kAlways});
-        derive_merges(v, pieces, *t);
+        if (spm)
+            derive_merges(v, pieces, *t);
+        else
+            add_merges(v, *t);
     } else {
         add_merges(v, *t);
         PreStep split{};
@@ -239,8 +251,8 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
     }
     // llama.cpp's defaults when the keys are absent: BOS for SentencePiece-style
     // vocabularies and Llama 3, nothing at the end.
-    const bool llama3 = !spm && t->ignore_merges_;
-    const bool add_bos = v.add_bos >= 0 ? v.add_bos != 0 : (spm || llama3);
+    const bool llama3 = !metaspace && t->ignore_merges_;
+    const bool add_bos = v.add_bos >= 0 ? v.add_bos != 0 : (metaspace || llama3);
     const bool add_eos = v.add_eos > 0;
     if (add_bos && t->bos_id_ >= 0) t->prefix_ids_.push_back(t->bos_id_);
     if (add_eos && t->eos_id_ >= 0) t->suffix_ids_.push_back(t->eos_id_);

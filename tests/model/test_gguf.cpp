@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "model/gguf.hpp"
 #include "model/safetensors.hpp"
@@ -212,6 +214,100 @@ TEST_CASE("gguf: model facts of a tiny llama and gemma3 file") {
         CHECK(tok->vocab_size() == 32);
         CHECK(tok->encode("abc", true) == std::vector<int>{1, 3, 4, 5});
     }
+}
+
+TEST_CASE("gguf twins: model facts match the safetensors configs") {
+    const struct {
+        const char* file;
+        int layers, hidden, heads, kv_heads, head_dim, vocab;
+        bool tied;
+    } twins[] = {
+        {"llama-tied.gguf", 2, 64, 4, 4, 16, 256, true},
+        {"llama-tied.q8_0.gguf", 2, 64, 4, 4, 16, 256, true},
+        {"llama-gqa-llama3.gguf", 2, 72, 4, 2, 16, 320, false},
+        {"llama-mqa-3layer.gguf", 3, 80, 5, 1, 16, 384, false},
+        {"gemma3-4b-like-causal.gguf", 7, 48, 4, 2, 16, 288, true},
+    };
+    for (const auto& t : twins) {
+        INFO("twin " << t.file);
+        const GgufFile f(kGgufFixtures / t.file);
+        const GgufModelInfo m = read_gguf_model_info(f);
+        CHECK(m.n_layers == t.layers);
+        CHECK(m.hidden == t.hidden);
+        CHECK(m.n_heads == t.heads);
+        CHECK(m.n_kv_heads == t.kv_heads);
+        CHECK(m.head_dim == t.head_dim);
+        CHECK(m.vocab == t.vocab);
+        CHECK(m.tied == t.tied);
+        CHECK(load_gguf_tokenizer(f)->vocab_size() == t.vocab);
+    }
+    // Gemma 4 GGUFs read fine; their model mapping comes with the family descriptors.
+    const GgufFile g4(kGgufFixtures / "gemma4-keqv-causal.gguf");
+    expect_error([&] { read_gguf_model_info(g4); }, ErrorKind::unsupported, {"architecture 'gemma4'"});
+    CHECK(load_gguf_tokenizer(g4)->vocab_size() == 320);  // a "gemma4" vocabulary
+}
+
+TEST_CASE("gguf twins: every tensor equals its safetensors twin after the converter's changes") {
+    // conversions.json names the source of every GGUF tensor and what the
+    // converter did: "(plus_one)" Gemma 3 norms stored as 1 + w,
+    // "(permuted_q)"/"(permuted_k)" Llama q/k rows interleaved per head.
+    std::ifstream in(kGgufFixtures / "conversions.json");
+    REQUIRE(in);
+    const nlohmann::json conv = nlohmann::json::parse(in);
+    int n_files = 0;
+    for (auto it = conv.begin(); it != conv.end(); ++it) {
+        const nlohmann::json& c = it.value();
+        if (it.key().starts_with("_") || !c.value("committed", false)) continue;
+        INFO("twin " << it.key());
+        const GgufFile f(kGgufFixtures / (it.key() + ".gguf"));
+        const SafetensorsFile st(source_dir() / c.at("source").get<std::string>() / "model.safetensors");
+        const bool q8 = c.at("outtype") == "q8_0";
+        const auto& kv = c.at("kv");
+        const std::string arch = c.at("arch");
+        const int heads = kv.at(arch + ".attention.head_count").get<int>();
+        const int hidden = kv.at(arch + ".embedding_length").get<int>();
+        const int head_dim = kv.contains(arch + ".attention.key_length") ? kv.at(arch + ".attention.key_length").get<int>()
+                                                                         : hidden / heads;
+        size_t n_tensors = 0, mismatched = 0;
+        for (auto n = c.at("names").begin(); n != c.at("names").end(); ++n) {
+            std::string source = n.value().get<std::string>();
+            std::string change;
+            if (const size_t sp = source.find(" ("); sp != std::string::npos) {
+                change = source.substr(sp + 2, source.size() - sp - 3);
+                source.resize(sp);
+            }
+            const GgufTensor& t = f.tensor(n.key());
+            const std::vector<float> got = gguf_read_f32(t);
+            const std::vector<float> hf = read_f32(st.at(source));
+            REQUIRE(got.size() == hf.size());
+            std::vector<float> want(hf.size());
+            const int64_t k = t.ne[0];
+            for (int64_t row = 0; row < int64_t(hf.size()) / k; ++row) {
+                const int64_t to = change.starts_with("permuted") ? gguf_llama_qk_row(row, head_dim) : row;
+                for (int64_t col = 0; col < k; ++col) {
+                    const float x = hf[size_t(row * k + col)];
+                    want[size_t(to * k + col)] = change == "plus_one" ? x + 1.0f : x;
+                }
+            }
+            for (size_t i = 0; i < got.size(); ++i) {
+                // Q8_0: |error| <= half a step of the block's scale d = max|x| / 127,
+                // plus the f16 rounding of d (2^-11 relative) times |q| <= 127.
+                const bool ok = t.type == GgmlType::q8_0 ? std::fabs(got[i] - want[i]) <= 0.563f * [&] {
+                    float m = 0;
+                    const size_t b = i / 32 * 32;
+                    for (size_t e = b; e < b + 32; ++e) m = std::max(m, std::fabs(want[e]));
+                    return m / 127.0f;
+                }() + 1e-7f : bits(got[i]) == bits(want[i]);
+                mismatched += !ok;
+            }
+            ++n_tensors;
+        }
+        CHECK(mismatched == 0);
+        CHECK(n_tensors == c.at("names").size());
+        CHECK(q8 == (f.tensor("blk.0.attn_q.weight").type == GgmlType::q8_0));
+        ++n_files;
+    }
+    CHECK(n_files == 7);
 }
 
 TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {

@@ -151,6 +151,12 @@ struct GgufModelInfo {
 };
 GgufModelInfo read_gguf_model_info(const GgufFile& file);
 
+// llama.cpp's converter stores Llama's q and k projection rows permuted from
+// rotate-half to interleaved pairs: GGUF row h·d + 2i + j holds Hugging Face
+// row h·d + j·d/2 + i (i < d/2, j ∈ {0, 1}, d = head_dim). Returns the GGUF
+// row that holds Hugging Face row `hf_row`.
+int64_t gguf_llama_qk_row(int64_t hf_row, int head_dim);
+
 // A human-readable summary for `staticlm info`: file, version, architecture,
 // every key (arrays abbreviated), and a tensor-type histogram (tensors,
 // elements and bytes per type).

@@ -23,7 +23,7 @@ enum class GgufTokenType : int32_t {
 // to live during load_gguf_tokenizer().
 struct GgufVocab {
     std::string source;  // the file, for messages
-    std::string model;   // tokenizer.ggml.model: "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+    std::string model;   // tokenizer.ggml.model: "llama", "gemma4" or "gpt2"
     std::string pre;     // tokenizer.ggml.pre ("" when absent)
     std::vector<std::string_view> tokens;
     std::vector<float> scores;          // empty when absent
@@ -42,6 +42,8 @@ struct GgufVocab {
 //    ranked by the merged piece's score, then ids), so the ids equal the
 //    converted tokenizer.json's; byte fallback through <0xNN> pieces; a
 //    leading "▁" when add_space_prefix.
+//  - "gemma4": the same pieces with ranked merges (Gemma 4's tokenizer.json
+//    BPE), no space prefix by default.
 //  - "gpt2": byte-level BPE with ranked merges; the split regex chosen by
 //    tokenizer.ggml.pre (llama-bpe / llama3: Llama 3's, ignore_merges;
 //    gpt-2: GPT-2's).
