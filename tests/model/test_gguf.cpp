@@ -8,9 +8,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
 #include "model/gguf.hpp"
 #include "model/safetensors.hpp"
 #include "staticlm/error.hpp"
@@ -363,4 +366,81 @@ TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)"
     CHECK(non_finite == 0);
     MESSAGE("gemma-3-270m: open " << open_s * 1e3 << " ms, dequantize " << elements << " elements in "
                                   << deq_s * 1e3 << " ms (1 thread)");
+}
+
+TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weight packed as q8 (2 threads)") {
+    // What Model::load of a .gguf will do once the families carry GGUF names:
+    // the tokenizer is built on its own thread while the weights are
+    // dequantized row chunk by row chunk (in L2) and packed, in parallel.
+    const char* home = std::getenv("HOME");
+    const fs::path path = std::getenv("STATICLM_GEMMA3_GGUF") ? fs::path(std::getenv("STATICLM_GEMMA3_GGUF"))
+                                                             : fs::path(home ? home : "/") / ".cache" / "staticlm" /
+                                                                   "gemma-3-270m-q4_k_m.gguf";
+    if (!fs::is_regular_file(path)) {
+        MESSAGE("SKIPPED: " << path.string() << " is absent (bash tools/get_model.sh installs it)");
+        return;
+    }
+    using clock = std::chrono::steady_clock;
+    const auto ms = [](clock::time_point a, clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    const WeightType type = WeightType::q8;
+    const auto t0 = clock::now();
+    const GgufFile f(path);
+    const GgufModelInfo info = read_gguf_model_info(f);
+    const auto t1 = clock::now();
+    std::unique_ptr<Tokenizer> tok;
+    clock::time_point t_tok;
+    std::thread tokenizer_thread([&] {
+        tok = load_gguf_tokenizer(f);
+        t_tok = clock::now();
+    });
+    struct Matrix {
+        const GgufTensor* t;
+        size_t offset;
+    };
+    struct Task {
+        size_t matrix;
+        int n0, n1;
+    };
+    std::vector<Matrix> matrices;
+    std::vector<Task> tasks;
+    size_t total = 0;
+    for (const GgufTensor& t : f.tensors()) {
+        if (t.n_dims != 2) continue;
+        const int n = int(t.ne[1]), k = int(t.ne[0]);
+        matrices.push_back({&t, total});
+        total += (kernels::packed_bytes(type, n, k) + 63) / 64 * 64;
+        const int rows = std::max(kernels::kPanelRows, (16384 / k) / kernels::kPanelRows * kernels::kPanelRows);
+        for (int n0 = 0; n0 < n; n0 += rows) tasks.push_back({matrices.size() - 1, n0, std::min(n, n0 + rows)});
+    }
+    Buffer arena(total);
+    size_t non_finite = 0;
+#pragma omp parallel num_threads(2) reduction(+ : non_finite)
+    {
+        std::vector<float> scratch;
+#pragma omp for schedule(dynamic, 1)
+        for (long i = 0; i < long(tasks.size()); ++i) {
+            const Task& task = tasks[size_t(i)];
+            const GgufTensor& t = *matrices[task.matrix].t;
+            const int k = int(t.ne[0]), rows = task.n1 - task.n0;
+            scratch.resize(size_t(rows) * size_t(k));
+            gguf_dequantize_rows(t, task.n0, task.n1, scratch.data());
+            for (float x : scratch) non_finite += !std::isfinite(x);
+            // Panels are contiguous: rows [n0, n1) from a panel boundary pack as
+            // a matrix of their own at that panel's offset.
+            std::byte* dst = arena.data() + matrices[task.matrix].offset + kernels::packed_bytes(type, task.n0, k);
+            kernels::pack_weights(type, SrcType::f32, scratch.data(), rows, k, 0, rows, dst);
+        }
+    }
+    const auto t2 = clock::now();
+    tokenizer_thread.join();
+    const auto t3 = clock::now();
+    CHECK(non_finite == 0);
+    CHECK(tok->vocab_size() == info.vocab);
+    MESSAGE("gemma-3-270m load probe: open + facts " << ms(t0, t1) << " ms, " << tasks.size() << " chunks of "
+                                                     << matrices.size() << " matrices packed as q8 ("
+                                                     << total / 1e6 << " MB) by " << ms(t0, t2)
+                                                     << " ms, tokenizer ready at " << ms(t0, t_tok)
+                                                     << " ms, total " << ms(t0, t3) << " ms");
 }
