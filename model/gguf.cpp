@@ -325,7 +325,7 @@ GgufFile::GgufFile(const fs::path& path) : path_(path) {
             const uint32_t n_dims = c.read<uint32_t>("dimension count");
             if (n_dims < 1 || n_dims > 4) c.fail(std::to_string(n_dims) + " dimensions (1 to 4 are allowed)");
             t.n_dims = int(n_dims);
-            uint64_t numel = 1;
+            uint64_t numel = 1, rows = 1;
             bool overflow = false;
             for (uint32_t d = 0; d < n_dims; ++d) {
                 const uint64_t ne = c.read<uint64_t>("dimension");
@@ -333,7 +333,11 @@ GgufFile::GgufFile(const fs::path& path) : path_(path) {
                     c.fail("dimension " + std::to_string(d) + " = " + std::to_string(ne) + " is out of range");
                 t.ne[d] = int64_t(ne);
                 overflow = overflow || __builtin_mul_overflow(numel, ne, &numel) || numel > uint64_t(INT64_MAX);
+                // The row count on its own too: with a zero row length the
+                // element count is 0 whatever the other dimensions are.
+                if (d > 0) overflow = overflow || __builtin_mul_overflow(rows, ne, &rows) || rows > uint64_t(INT64_MAX);
             }
+            t.rows = int64_t(rows);
             const uint32_t type = c.read<uint32_t>("tensor type");
             const GgmlTypeInfo* info = kernels::ggml_type_info(type);
             if (!info) c.fail("unknown tensor type " + std::to_string(type));

@@ -60,8 +60,10 @@ struct GgufTensor {
     size_t bytes = 0;
     const std::filesystem::path* file = nullptr;
 
+    int64_t rows = 0;     // ne[1] · ne[2] · ne[3]
+
     int64_t row_length() const { return ne[0]; }
-    int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
+    int64_t n_rows() const { return rows; }
     size_t row_bytes() const;
     std::string shape_string() const;  // ggml order: "[640, 262144]"
     std::string where() const;         // "tensor 'x' in /path/model.gguf"
