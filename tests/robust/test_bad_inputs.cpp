@@ -467,6 +467,9 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
                  "g_ttype.gguf", with_tensor({8}, 99, std::string(32, '\0')));
         load_row("gguf dims product overflow", ErrorKind::format, {"tensor 'extra.weight'", "element count overflows"},
                  "g_ovf.gguf", with_tensor({uint64_t{1} << 40, uint64_t{1} << 40}, W::T_F32, ""));
+        load_row("gguf zero row length with overflowing rows", ErrorKind::format,
+                 {"tensor 'extra.weight'", "[0, 4294967296, 4294967296]: element count overflows"}, "g_ovf0.gguf",
+                 with_tensor({0, uint64_t{1} << 32, uint64_t{1} << 32}, W::T_F32, ""));
         load_row("gguf 5 dimensions", ErrorKind::format, {"tensor 'extra.weight'", "5 dimensions (1 to 4"},
                  "g_dims.gguf", with_tensor({1, 1, 1, 1, 8}, W::T_F32, std::string(32, '\0')));
         load_row("gguf row not a whole number of blocks", ErrorKind::format,
