@@ -1,66 +1,138 @@
 // StaticKVCache: one arena carved into per-layer K/V views (see kv_cache.hpp).
+// layout() is the one place that sizes the arena; the constructor and
+// bytes_needed() both use it, so the memory check and the allocation agree.
 #include "cache/kv_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "staticlm/error.hpp"
 
 namespace staticlm {
 
-StaticKVCache::StaticKVCache(std::span<const KvLayerSpec> layers, int max_seq, KvType type,
-                             bool ring_sliding, int q_max)
-    : max_seq_(max_seq), type_(type) {
+namespace {
+
+constexpr uint64_t kOverflow = std::numeric_limits<uint64_t>::max();
+
+// a * b, or kOverflow.
+uint64_t mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? kOverflow : r;
+}
+uint64_t add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? kOverflow : r;
+}
+uint64_t align64_checked(uint64_t n) { return n > kOverflow - 63 ? kOverflow : (n + 63) & ~uint64_t{63}; }
+
+struct LayerLayout {
+    bool owner = false;
+    int slots = 0;
+    uint64_t offset = 0;  // of k; v follows at offset + half
+    uint64_t half = 0;    // aligned bytes of k (and of v)
+};
+
+// Validates the specs and lays out every owning layer; returns the arena size
+// (kOverflow when it does not fit in 64 bits).
+uint64_t layout(std::span<const KvLayerSpec> layers, int max_seq, KvType type, bool ring_sliding,
+                int q_max, std::vector<LayerLayout>& out) {
     if (max_seq < 1)
         throw Error(ErrorKind::config, "max_seq must be >= 1, got " + std::to_string(max_seq));
-    const size_t elem = type == KvType::f16 ? 2 : 4;
-    const int n = int(layers.size());
-    views_.resize(size_t(n));
-    owner_.assign(size_t(n), 0);
-
-    // First pass: sizes of owning layers.
-    std::vector<size_t> offsets(size_t(n), 0);
-    size_t total = 0;
-    for (int il = 0; il < n; ++il) {
-        const KvLayerSpec& s = layers[size_t(il)];
-        if (s.kv_source < 0 || s.kv_source > il)
-            throw Error(ErrorKind::config, "layer " + std::to_string(il) +
-                                               " reads K/V of layer " +
+    const uint64_t elem = StaticKVCache::element_bytes(type);
+    out.assign(layers.size(), LayerLayout{});
+    uint64_t total = 0;
+    for (size_t il = 0; il < layers.size(); ++il) {
+        const KvLayerSpec& s = layers[il];
+        if (s.kv_source < 0 || size_t(s.kv_source) > il)
+            throw Error(ErrorKind::config, "layer " + std::to_string(il) + " reads K/V of layer " +
                                                std::to_string(s.kv_source) +
                                                ", which is not an earlier or the same layer");
-        if (s.kv_source != il) continue;
+        if (size_t(s.kv_source) != il) continue;
         if (s.n_kv_heads < 1 || s.head_dim < 1)
             throw Error(ErrorKind::config,
                         "layer " + std::to_string(il) + " has no K/V heads or head_dim");
-        int slots = max_seq;
-        if (ring_sliding && s.window > 0) slots = std::min(max_seq, s.window + q_max);
+        LayerLayout& l = out[il];
+        l.owner = true;
+        l.slots = max_seq;
+        // In 64 bits: a window near INT_MAX plus q_max must not wrap.
+        if (ring_sliding && s.window > 0)
+            l.slots = int(std::min<int64_t>(max_seq, int64_t(s.window) + int64_t(q_max)));
+        l.half = align64_checked(
+            mul(mul(mul(uint64_t(s.n_kv_heads), uint64_t(l.slots)), uint64_t(s.head_dim)), elem));
+        l.offset = total;
+        total = add(total, mul(2, l.half));
+    }
+    return total;
+}
+
+}  // namespace
+
+uint64_t StaticKVCache::bytes_needed(std::span<const KvLayerSpec> layers, int max_seq, KvType type,
+                                     bool ring_sliding, int q_max) {
+    std::vector<LayerLayout> l;
+    return layout(layers, max_seq, type, ring_sliding, q_max, l);
+}
+
+StaticKVCache::StaticKVCache(std::span<const KvLayerSpec> layers, int max_seq, KvType type,
+                             bool ring_sliding, int q_max)
+    : max_seq_(max_seq), type_(type) {
+    std::vector<LayerLayout> lay;
+    const uint64_t total = layout(layers, max_seq, type, ring_sliding, q_max, lay);
+    if (total == kOverflow || total > std::numeric_limits<size_t>::max())
+        throw Error(ErrorKind::capacity, "KV cache of max_seq " + std::to_string(max_seq) +
+                                             " does not fit in the address space");
+    const int n = int(layers.size());
+    views_.resize(size_t(n));
+    owner_.assign(size_t(n), 0);
+    arena_ = Buffer(size_t(total));
+    for (int il = 0; il < n; ++il) {
+        const LayerLayout& l = lay[size_t(il)];
+        if (!l.owner) continue;
+        const KvLayerSpec& s = layers[size_t(il)];
         // A "ring" of max_seq slots never wraps: it is full storage and must
         // neither limit rewind nor be left out of the per-token cost.
-        if (slots < max_seq) {
-            ring_keep_.push_back(slots - s.window);
-        } else {
-            bytes_per_token_ += 2 * size_t(s.n_kv_heads) * size_t(s.head_dim) * elem;
-        }
+        if (l.slots < max_seq)
+            ring_keep_.push_back(l.slots - s.window);
+        else
+            bytes_per_token_ += 2 * size_t(s.n_kv_heads) * size_t(s.head_dim) * element_bytes(type);
         KvView& v = views_[size_t(il)];
-        v.n_slots = slots;
+        v.n_slots = l.slots;
         v.n_kv_heads = s.n_kv_heads;
         v.head_dim = s.head_dim;
         v.type = type;
+        v.k = arena_.data() + l.offset;
+        v.v = arena_.data() + l.offset + l.half;
         owner_[size_t(il)] = 1;
-        offsets[size_t(il)] = total;
-        total += 2 * align64(size_t(s.n_kv_heads) * size_t(slots) * size_t(s.head_dim) * elem);
-    }
-    arena_ = Buffer(total);
-    for (int il = 0; il < n; ++il) {
-        if (!owner_[size_t(il)]) continue;
-        KvView& v = views_[size_t(il)];
-        const size_t half =
-            align64(size_t(v.n_kv_heads) * size_t(v.n_slots) * size_t(v.head_dim) * elem);
-        v.k = arena_.data() + offsets[size_t(il)];
-        v.v = arena_.data() + offsets[size_t(il)] + half;
     }
     for (int il = 0; il < n; ++il)
         if (!owner_[size_t(il)]) views_[size_t(il)] = views_[size_t(layers[size_t(il)].kv_source)];
+}
+
+void StaticKVCache::store(const kernels::KernelTable& kt, int il, int pos0, int t, const float* k,
+                          const float* v, size_t ld) {
+    const KvView& view = views_[size_t(il)];
+    const size_t hd = size_t(view.head_dim);
+    const size_t elem = element_bytes(type_);
+    for (int i = 0; i < t; ++i) {
+        const size_t slot = size_t((pos0 + i) % view.n_slots);
+        for (int h = 0; h < view.n_kv_heads; ++h) {
+            // (kv head h, slot) of [n_kv_heads][n_slots][head_dim]
+            const size_t off = (size_t(h) * size_t(view.n_slots) + slot) * hd * elem;
+            const float* ks = k + size_t(i) * ld + size_t(h) * hd;
+            const float* vs = v + size_t(i) * ld + size_t(h) * hd;
+            auto* kd = static_cast<std::byte*>(view.k) + off;
+            auto* vd = static_cast<std::byte*>(view.v) + off;
+            if (type_ == KvType::f16) {
+                kt.to_f16(ks, hd, reinterpret_cast<uint16_t*>(kd));
+                kt.to_f16(vs, hd, reinterpret_cast<uint16_t*>(vd));
+            } else {
+                std::memcpy(kd, ks, hd * sizeof(float));
+                std::memcpy(vd, vs, hd * sizeof(float));
+            }
+        }
+    }
 }
 
 int StaticKVCache::max_rewind(int pos, int high_water) const {

@@ -93,28 +93,6 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& config) {
 
 namespace {
 
-// Writes the K/V rows of a block into the cache at positions pos0 .. pos0+t-1.
-void store_kv(const kernels::KernelTable& kt, const KvView& view, const float* k, const float* v,
-              size_t ld, int t, int pos0) {
-    const int hd = view.head_dim;
-    for (int i = 0; i < t; ++i) {
-        for (int h = 0; h < view.n_kv_heads; ++h) {
-            const size_t off = view.offset(h, pos0 + i);
-            const float* ks = k + size_t(i) * ld + size_t(h) * size_t(hd);
-            const float* vs = v + size_t(i) * ld + size_t(h) * size_t(hd);
-            auto* kd = static_cast<std::byte*>(view.k) + off;
-            auto* vd = static_cast<std::byte*>(view.v) + off;
-            if (view.type == KvType::f16) {
-                kt.to_f16(ks, size_t(hd), reinterpret_cast<uint16_t*>(kd));
-                kt.to_f16(vs, size_t(hd), reinterpret_cast<uint16_t*>(vd));
-            } else {
-                std::memcpy(kd, ks, size_t(hd) * sizeof(float));
-                std::memcpy(vd, vs, size_t(hd) * sizeof(float));
-            }
-        }
-    }
-}
-
 // Gemma 4 per-layer inputs: PLI[t][L][D] = (RMSNorm((X0·Wpmpᵀ)·H^-½) + Epl[ids]·√D) · 2^-½.
 void per_layer_inputs(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
                       const ForwardArgs& a) {
@@ -168,7 +146,7 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
             a.dump("k", il, ws.k, t, int(ldkv), ldkv);
             a.dump("v", il, ws.v, t, int(ldkv), ldkv);
         }
-        store_kv(kt, cache.view(il), ws.k, ws.v, ldkv, t, a.pos0);
+        cache.store(kt, il, a.pos0, t, ws.k, ws.v, ldkv);
     }
 
     const KvView& kv = cache.view(il);

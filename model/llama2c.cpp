@@ -2,6 +2,7 @@
 // RoPE rotates interleaved pairs (2i, 2i+1); q/k rows are permuted per head at
 // load to the rotate-half layout the graph uses, so the rest of the engine
 // sees an ordinary Llama.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -120,36 +121,37 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     c.layers.assign(size_t(n_layers), lc);
     for (int il = 0; il < n_layers; ++il) c.layers[size_t(il)].kv_source = il;
 
-    std::vector<WeightEntry> plan = plan_weights(c, model->weights_, "model.", !shared);
+    std::vector<WeightEntry> plan = plan_weights(c, model->weights_, TensorNaming{});
     // Views of the file's tensors under their Hugging Face names; q/k permuted copies.
     std::vector<std::vector<float>> permuted;
     std::vector<TensorView> views;
     views.reserve(plan.size());
-    const float* rms_att = part("rms_att");
-    const float* rms_ffn = part("rms_ffn");
     for (const WeightEntry& e : plan) {
-        const float* p = nullptr;
-        const std::string& n = e.name;
-        const size_t layer_pos = n.find("layers.");
-        const int il = layer_pos == std::string::npos ? -1 : std::atoi(n.c_str() + layer_pos + 7);
+        const size_t il = size_t(std::max(e.layer, 0));
         const size_t dd = size_t(dim) * size_t(dim), kd = size_t(kv_dim) * size_t(dim), hdim = size_t(hidden) * size_t(dim);
-        if (n == "model.embed_tokens.weight") p = part("tok_embeddings");
-        else if (n == "model.norm.weight") p = part("rms_final");
-        else if (n == "lm_head.weight") p = part("wcls");
-        else if (n.ends_with("input_layernorm.weight")) p = rms_att + size_t(il) * size_t(dim);
-        else if (n.ends_with("post_attention_layernorm.weight")) p = rms_ffn + size_t(il) * size_t(dim);
-        else if (n.ends_with("q_proj.weight")) {
-            permuted.push_back(permute_rotate_half(part("wq") + size_t(il) * dd, n_heads, hd, dim));
-            p = permuted.back().data();
-        } else if (n.ends_with("k_proj.weight")) {
-            permuted.push_back(permute_rotate_half(part("wk") + size_t(il) * kd, n_kv, hd, dim));
-            p = permuted.back().data();
-        } else if (n.ends_with("v_proj.weight")) p = part("wv") + size_t(il) * kd;
-        else if (n.ends_with("o_proj.weight")) p = part("wo") + size_t(il) * dd;
-        else if (n.ends_with("gate_proj.weight")) p = part("w1") + size_t(il) * hdim;
-        else if (n.ends_with("down_proj.weight")) p = part("w2") + size_t(il) * hdim;
-        else if (n.ends_with("up_proj.weight")) p = part("w3") + size_t(il) * hdim;
-        else throw Error(ErrorKind::model, name + ": no llama2.c tensor for '" + n + "'");
+        const float* p = nullptr;
+        switch (e.role) {
+            case WeightRole::embed: p = part("tok_embeddings"); break;
+            case WeightRole::final_norm: p = part("rms_final"); break;
+            case WeightRole::lm_head: p = part("wcls"); break;
+            case WeightRole::attn_norm: p = part("rms_att") + il * size_t(dim); break;
+            case WeightRole::ffn_norm: p = part("rms_ffn") + il * size_t(dim); break;
+            case WeightRole::q:
+                permuted.push_back(permute_rotate_half(part("wq") + il * dd, n_heads, hd, dim));
+                p = permuted.back().data();
+                break;
+            case WeightRole::k:
+                permuted.push_back(permute_rotate_half(part("wk") + il * kd, n_kv, hd, dim));
+                p = permuted.back().data();
+                break;
+            case WeightRole::v: p = part("wv") + il * kd; break;
+            case WeightRole::o: p = part("wo") + il * dd; break;
+            case WeightRole::gate: p = part("w1") + il * hdim; break;
+            case WeightRole::down: p = part("w2") + il * hdim; break;
+            case WeightRole::up: p = part("w3") + il * hdim; break;
+            default: throw Error(ErrorKind::model, name + ": no llama2.c tensor for '" + e.name + "'");
+        }
+        const std::string& n = e.name;
         TensorView v;
         v.name = n;
         v.dtype = DType::f32;
@@ -163,7 +165,7 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     std::vector<const TensorView*> src;
     for (const TensorView& v : views) src.push_back(&v);
     convert_weights(*model, plan, src, options);
-    finish_weights(model->weights_, !shared);
+    finish_weights(*model, std::move(plan));
     if (options.load_tokenizer) {
         // llama2.c ships tok<vocab>.model next to the .bin; tokenizer.model is preferred.
         const auto dir = file.parent_path();

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <set>
 
+#include "model/config.hpp"
+#include "model/family.hpp"
 #include "model/model.hpp"
 #include "model/safetensors.hpp"
 #include "model/weight_plan.hpp"
@@ -20,8 +23,6 @@
 namespace staticlm {
 
 namespace {
-
-using detail::WeightEntry;
 
 std::string shape_of(const WeightEntry& e) {
     if (e.kind == WeightEntry::Kind::matrix) return "[" + std::to_string(e.n) + ", " + std::to_string(e.k) + "]";
@@ -81,6 +82,68 @@ struct Task {
     int n0, n1;
 };
 
+// Tying as transformers does it: the config's flag, unless the checkpoint
+// also holds an lm_head.weight that differs from the embedding, which
+// transformers then loads untied (with a warning).
+void decide_tying(ModelConfig& c, const SafetensorsSet& files, const detail::TensorNaming& names,
+                  std::vector<std::string>& warnings) {
+    if (!c.tie_embeddings) return;
+    const TensorView* head = files.find(names(WeightRole::lm_head, -1, nullptr));
+    const TensorView* embed = files.find(names(WeightRole::embed, -1, nullptr));
+    if (!head || !embed) return;
+    const bool same = head->dtype == embed->dtype && head->shape == embed->shape && head->bytes == embed->bytes &&
+                      std::memcmp(head->data, embed->data, head->bytes) == 0;
+    if (same) return;
+    c.tie_embeddings = false;
+    warnings.push_back("the config ties the output head to the embedding (tie_word_embeddings), but " +
+                       head->where() + " differs from it: using it as the head, as transformers does");
+}
+
+// Every checkpoint tensor the plan does not use is named in a warning: towers
+// of multimodal checkpoints and K/V of KV-sharing layers as one line per
+// group, anything else one line per tensor (the first kMaxListed).
+void warn_unused(const SafetensorsSet& files, const std::vector<WeightEntry>& plan, const ModelConfig& c,
+                 const FamilyDescriptor& family, const detail::TensorNaming& names,
+                 std::vector<std::string>& warnings) {
+    constexpr size_t kMaxListed = 10;
+    std::set<std::string> used;
+    for (const WeightEntry& e : plan) used.insert(e.name);
+    // A tied checkpoint may carry a copy of the embedding as lm_head (decide_tying checked it).
+    if (c.tie_embeddings) used.insert(names(WeightRole::lm_head, -1, nullptr));
+    const std::vector<std::string> design = detail::unused_by_design(c, names);
+    const std::set<std::string> by_design(design.begin(), design.end());
+    std::vector<std::vector<std::string>> groups(family.ignored.size());
+    std::vector<std::string> shared_kv, other;
+    for (const auto& [name, view] : files.tensors()) {
+        if (used.count(name)) continue;
+        if (by_design.count(name)) {
+            shared_kv.push_back(name);
+            continue;
+        }
+        bool grouped = false;
+        for (size_t g = 0; g < family.ignored.size() && !grouped; ++g)
+            if (name.starts_with(family.ignored[g].prefix)) {
+                groups[g].push_back(name);
+                grouped = true;
+            }
+        if (!grouped) other.push_back(name);
+    }
+    for (size_t g = 0; g < groups.size(); ++g)
+        if (!groups[g].empty())
+            warnings.push_back("skipped " + std::to_string(groups[g].size()) + " tensors of the " +
+                               std::string(family.ignored[g].what) + " (" + std::string(family.ignored[g].prefix) +
+                               "*) in " + files.describe() + ": staticlm runs the text decoder only");
+    if (!shared_kv.empty())
+        warnings.push_back("skipped " + std::to_string(shared_kv.size()) +
+                           " K/V tensors of KV-sharing layers, which read an earlier layer's K/V (first: '" +
+                           shared_kv[0] + "') in " + files.describe());
+    for (size_t i = 0; i < other.size() && i < kMaxListed; ++i)
+        warnings.push_back(files.find(other[i])->where() + " is not used by this " + c.architecture + " model");
+    if (other.size() > kMaxListed)
+        warnings.push_back("... and " + std::to_string(other.size() - kMaxListed) + " more unused tensors in " +
+                           files.describe());
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
@@ -90,16 +153,21 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
                                            std::to_string(options.threads));
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
     auto model = std::make_shared<Model>();
-    model->config_ = read_model_config(dir);
-    const ModelConfig& c = model->config_;
+    CheckpointConfig checkpoint = read_checkpoint_config(dir);
+    model->config_ = std::move(checkpoint.config);
+    ModelConfig& c = model->config_;
+    const FamilyDescriptor& family = *checkpoint.family;
     const SafetensorsSet files(dir);
 
-    std::string prefix = "model.";
-    if (c.family == "gemma4" && files.find("model.language_model.embed_tokens.weight"))
-        prefix = "model.language_model.";
-    const TensorView* lm_head = files.find("lm_head.weight");
-    const bool with_lm_head = !c.tie_embeddings && lm_head != nullptr;
-    std::vector<WeightEntry> plan = detail::plan_weights(c, model->weights_, prefix, with_lm_head);
+    // The first of the family's layouts whose embedding exists.
+    detail::TensorNaming names{family.hf_name, family.hf_layouts.back()};
+    for (const TensorLayout& layout : family.hf_layouts)
+        if (files.find(family.hf_name(WeightRole::embed, -1, nullptr, layout))) {
+            names.layout = layout;
+            break;
+        }
+    decide_tying(c, files, names, model->warnings_);
+    std::vector<WeightEntry> plan = detail::plan_weights(c, model->weights_, names);
 
     // Resolve and check everything before allocating.
     std::vector<const TensorView*> src(plan.size());
@@ -107,17 +175,21 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
         const WeightEntry& e = plan[i];
         const TensorView* t = files.find(e.name);
         if (!t)
-            throw Error(ErrorKind::model, "missing tensor '" + e.name + "' (expected shape " + shape_of(e) +
-                                              ") in " + files.describe());
+            throw Error(ErrorKind::model,
+                        "missing tensor '" + e.name + "' (expected shape " + shape_of(e) + ") in " + files.describe() +
+                            (e.role == WeightRole::lm_head
+                                 ? " (tie_word_embeddings is false: the output head is a tensor of its own)"
+                                 : ""));
         if (!shape_matches(e, *t))
             throw Error(ErrorKind::model, "wrong shape of " + t->where() + ": expected " + shape_of(e) +
                                               ", got " + t->shape_string());
         weight_src_type(*t);  // throws unsupported naming the tensor
         src[i] = t;
     }
+    warn_unused(files, plan, c, family, names, model->warnings_);
 
     detail::convert_weights(*model, plan, src, options);
-    detail::finish_weights(model->weights_, with_lm_head);
+    detail::finish_weights(*model, std::move(plan));
     if (options.load_tokenizer) model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
     model->load_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -144,10 +216,15 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         if (bad >= 0) throw_non_finite(t, bad);
         const std::vector<float> v = read_f32(t);
         small_bytes += t.bytes;
-        if (e.kind == WeightEntry::Kind::scalar)
+        if (e.kind == WeightEntry::Kind::scalar) {
             *e.scalar = v[0];
-        else
-            std::memcpy(const_cast<float*>(*e.vector), v.data(), v.size() * sizeof(float));
+        } else {
+            // Every vector weight is an RMSNorm weight: (offset + w) once, here.
+            float* dst = const_cast<float*>(*e.vector);
+            std::memcpy(dst, v.data(), v.size() * sizeof(float));
+            if (model.config_.norm_weight_offset != 0.0f)
+                for (size_t j = 0; j < v.size(); ++j) dst[j] += model.config_.norm_weight_offset;
+        }
     }
 
     // Matrices: panel-aligned row chunks, converted in parallel.

@@ -16,7 +16,6 @@ namespace staticlm {
 
 namespace {
 
-using detail::WeightEntry;
 
 uint64_t splitmix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
@@ -117,9 +116,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
     auto model = std::make_shared<Model>();
     model->config_ = config;
     model->weight_type_ = weights;
-    const bool separate_lm_head = !config.tie_embeddings;
-    const std::string prefix = "model.";
-    std::vector<WeightEntry> plan = detail::plan_weights(model->config_, model->weights_, prefix, separate_lm_head);
+    std::vector<WeightEntry> plan = detail::plan_weights(model->config_, model->weights_, detail::TensorNaming{});
     model->arena_ = detail::layout_arena(plan, weights);
 
     struct Task {
@@ -171,7 +168,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
             }
         }
     }
-    detail::finish_weights(model->weights_, separate_lm_head);
+    detail::finish_weights(*model, std::move(plan));
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     return model;
 }

@@ -1,4 +1,5 @@
-// Tensor names/shapes per family and the shared arena layout (see weight_plan.hpp).
+// The weight plan: which weights a config has (from its flags, never from its
+// family name), their names and shapes, and the shared arena layout.
 #include "model/weight_plan.hpp"
 
 #include <algorithm>
@@ -11,82 +12,97 @@ namespace staticlm::detail {
 
 namespace {
 
-void add_matrix(std::vector<WeightEntry>& p, std::string name, int n, int k, PackedMatrix* m) {
-    WeightEntry e;
-    e.kind = WeightEntry::Kind::matrix;
-    e.name = std::move(name);
-    e.n = n;
-    e.k = k;
-    e.matrix = m;
-    p.push_back(std::move(e));
-}
+struct Planner {
+    const TensorNaming& names;
+    std::vector<WeightEntry>& p;
 
-void add_vector(std::vector<WeightEntry>& p, std::string name, int n, const float** v) {
-    WeightEntry e;
-    e.kind = WeightEntry::Kind::vector;
-    e.name = std::move(name);
-    e.n = n;
-    e.vector = v;
-    p.push_back(std::move(e));
-}
+    WeightEntry& add(WeightEntry::Kind kind, WeightRole role, int layer, const LayerConfig* lc, int n, int k) {
+        WeightEntry e;
+        e.kind = kind;
+        e.role = role;
+        e.layer = layer;
+        e.name = names(role, layer, lc);
+        e.n = n;
+        e.k = k;
+        p.push_back(std::move(e));
+        return p.back();
+    }
+    void matrix(WeightRole role, int layer, const LayerConfig* lc, int n, int k, PackedMatrix* m,
+                bool matmul = true) {
+        WeightEntry& e = add(WeightEntry::Kind::matrix, role, layer, lc, n, k);
+        e.matrix = m;
+        e.matmul = matmul;
+    }
+    void vector(WeightRole role, int layer, const LayerConfig* lc, int n, const float** v) {
+        add(WeightEntry::Kind::vector, role, layer, lc, n, 0).vector = v;
+    }
+    void scalar(WeightRole role, int layer, const LayerConfig* lc, float* s) {
+        add(WeightEntry::Kind::scalar, role, layer, lc, 1, 0).scalar = s;
+    }
+};
 
 }  // namespace
 
-std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, const std::string& prefix,
-                                      bool with_lm_head) {
+std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, const TensorNaming& names) {
     std::vector<WeightEntry> p;
-    const int H = c.hidden;
+    Planner pl{names, p};
+    const int H = c.hidden, L = c.n_layers, D = c.per_layer_dim;
     w.layers.assign(c.layers.size(), LayerWeights{});
-    add_matrix(p, prefix + "embed_tokens.weight", c.vocab, H, &w.embed);
-    add_vector(p, prefix + "norm.weight", H, &w.final_norm);
-    if (with_lm_head) add_matrix(p, "lm_head.weight", c.vocab, H, &w.lm_head);
-    const bool gemma = c.family == "gemma4";
-    const int L = c.n_layers, D = c.per_layer_dim;
-    if (gemma && D > 0) {
-        add_matrix(p, prefix + "embed_tokens_per_layer.weight", c.per_layer_vocab, L * D, &w.embed_per_layer);
-        add_matrix(p, prefix + "per_layer_model_projection.weight", L * D, H, &w.per_layer_model_proj);
-        add_vector(p, prefix + "per_layer_projection_norm.weight", D, &w.per_layer_proj_norm);
+    // A tied embedding is also the output head: it is multiplied, not only looked up.
+    pl.matrix(WeightRole::embed, -1, nullptr, c.vocab, H, &w.embed, /*matmul=*/c.tie_embeddings);
+    pl.vector(WeightRole::final_norm, -1, nullptr, H, &w.final_norm);
+    if (!c.tie_embeddings) pl.matrix(WeightRole::lm_head, -1, nullptr, c.vocab, H, &w.lm_head);
+    if (D > 0) {
+        pl.matrix(WeightRole::embed_per_layer, -1, nullptr, c.per_layer_vocab, L * D, &w.embed_per_layer,
+                  /*matmul=*/false);
+        pl.matrix(WeightRole::per_layer_model_proj, -1, nullptr, L * D, H, &w.per_layer_model_proj);
+        pl.vector(WeightRole::per_layer_proj_norm, -1, nullptr, D, &w.per_layer_proj_norm);
     }
     for (int il = 0; il < L; ++il) {
         const LayerConfig& lc = c.layers[size_t(il)];
         LayerWeights& lw = w.layers[size_t(il)];
-        const std::string lp = prefix + "layers." + std::to_string(il) + ".";
+        const LayerConfig* l = &lc;
         const int q_dim = lc.n_heads * lc.head_dim, kv_dim = lc.n_kv_heads * lc.head_dim;
         const bool owns_kv = lc.kv_source == il;
-        add_vector(p, lp + "input_layernorm.weight", H, &lw.attn_norm);
-        add_matrix(p, lp + "self_attn.q_proj.weight", q_dim, H, &lw.q);
+        pl.vector(WeightRole::attn_norm, il, l, H, &lw.attn_norm);
+        pl.matrix(WeightRole::q, il, l, q_dim, H, &lw.q);
         if (owns_kv) {
-            add_matrix(p, lp + "self_attn.k_proj.weight", kv_dim, H, &lw.k);
-            if (!lc.k_eq_v) add_matrix(p, lp + "self_attn.v_proj.weight", kv_dim, H, &lw.v);
+            pl.matrix(WeightRole::k, il, l, kv_dim, H, &lw.k);
+            if (!lc.k_eq_v) pl.matrix(WeightRole::v, il, l, kv_dim, H, &lw.v);
         }
-        add_matrix(p, lp + "self_attn.o_proj.weight", H, q_dim, &lw.o);
+        pl.matrix(WeightRole::o, il, l, H, q_dim, &lw.o);
         if (lc.qk_norm) {
-            add_vector(p, lp + "self_attn.q_norm.weight", lc.head_dim, &lw.q_norm);
-            if (owns_kv) add_vector(p, lp + "self_attn.k_norm.weight", lc.head_dim, &lw.k_norm);
+            pl.vector(WeightRole::q_norm, il, l, lc.head_dim, &lw.q_norm);
+            if (owns_kv) pl.vector(WeightRole::k_norm, il, l, lc.head_dim, &lw.k_norm);
         }
-        add_matrix(p, lp + "mlp.gate_proj.weight", lc.ffn_dim, H, &lw.gate);
-        add_matrix(p, lp + "mlp.up_proj.weight", lc.ffn_dim, H, &lw.up);
-        add_matrix(p, lp + "mlp.down_proj.weight", H, lc.ffn_dim, &lw.down);
-        if (gemma) {
-            add_vector(p, lp + "post_attention_layernorm.weight", H, &lw.post_attn_norm);
-            add_vector(p, lp + "pre_feedforward_layernorm.weight", H, &lw.ffn_norm);
-            add_vector(p, lp + "post_feedforward_layernorm.weight", H, &lw.post_ffn_norm);
-            if (D > 0) {
-                add_matrix(p, lp + "per_layer_input_gate.weight", D, H, &lw.ple_gate);
-                add_matrix(p, lp + "per_layer_projection.weight", H, D, &lw.ple_proj);
-                add_vector(p, lp + "post_per_layer_input_norm.weight", H, &lw.ple_post_norm);
-            }
-            WeightEntry e;
-            e.kind = WeightEntry::Kind::scalar;
-            e.name = lp + "layer_scalar";
-            e.n = 1;
-            e.scalar = &lw.layer_scalar;
-            p.push_back(std::move(e));
+        pl.matrix(WeightRole::gate, il, l, lc.ffn_dim, H, &lw.gate);
+        pl.matrix(WeightRole::up, il, l, lc.ffn_dim, H, &lw.up);
+        pl.matrix(WeightRole::down, il, l, H, lc.ffn_dim, &lw.down);
+        if (lc.sandwich_norms) {
+            pl.vector(WeightRole::post_attn_norm, il, l, H, &lw.post_attn_norm);
+            pl.vector(WeightRole::ffn_norm, il, l, H, &lw.ffn_norm);
+            pl.vector(WeightRole::post_ffn_norm, il, l, H, &lw.post_ffn_norm);
         } else {
-            add_vector(p, lp + "post_attention_layernorm.weight", H, &lw.ffn_norm);
+            pl.vector(WeightRole::ffn_norm, il, l, H, &lw.ffn_norm);
         }
+        if (D > 0) {
+            pl.matrix(WeightRole::ple_gate, il, l, D, H, &lw.ple_gate);
+            pl.matrix(WeightRole::ple_proj, il, l, H, D, &lw.ple_proj);
+            pl.vector(WeightRole::ple_post_norm, il, l, H, &lw.ple_post_norm);
+        }
+        if (lc.layer_scalar) pl.scalar(WeightRole::layer_scalar, il, l, &lw.layer_scalar);
     }
     return p;
+}
+
+std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNaming& names) {
+    std::vector<std::string> out;
+    for (int il = 0; il < c.n_layers; ++il) {
+        const LayerConfig& lc = c.layers[size_t(il)];
+        if (lc.kv_source == il) continue;
+        for (WeightRole r : {WeightRole::k, WeightRole::v, WeightRole::k_norm}) out.push_back(names(r, il, &lc));
+    }
+    return out;
 }
 
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
@@ -113,8 +129,9 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
     return arena;
 }
 
-void finish_weights(ModelWeights& w, bool lm_head_loaded) {
-    if (!lm_head_loaded) w.lm_head = w.embed;
+void finish_weights(Model& model, std::vector<WeightEntry> plan) {
+    if (model.config_.tie_embeddings) model.weights_.lm_head = model.weights_.embed;
+    model.plan_ = std::move(plan);
 }
 
 int resolve_threads(int threads) {

@@ -18,6 +18,7 @@ std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType
 std::vector<std::string> synthetic_model_names() { return builtin_config_names(); }
 
 const ModelConfig& model_config(const Model& model) { return model.config(); }
+const std::vector<std::string>& model_warnings(const Model& model) { return model.warnings(); }
 const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer(); }
 WeightType model_weight_type(const Model& model) { return model.weight_type(); }
 size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
@@ -25,15 +26,11 @@ double model_load_seconds(const Model& model) { return model.load_seconds(); }
 
 namespace {
 
+// Every weight the forward pass multiplies, as the weight plan lists them.
 template <class Fn>
 void for_each_matmul(const Model& model, Fn&& fn) {
-    const ModelWeights& w = model.weights();
-    fn(w.lm_head);
-    if (w.per_layer_model_proj.data) fn(w.per_layer_model_proj);
-    for (const LayerWeights& l : w.layers)
-        for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.ple_gate,
-                                      &l.ple_proj})
-            if (m->data) fn(*m);
+    for (const WeightEntry& e : model.plan())
+        if (e.kind == WeightEntry::Kind::matrix && e.matmul) fn(*e.matrix);
 }
 
 }  // namespace

@@ -1,19 +1,29 @@
-// Chat templates as code (Llama 3, Gemma 4, plain) and the incremental chat:
-// turn n appends [pending token] + end-of-turn (if the reply did not end with
-// it) + the user turn + the assistant header, never re-encoding history.
+// The chat renderer: one algorithm over the templates that model families
+// declare as data (model/families/*.cpp, staticlm/chat_template.hpp), and the
+// incremental chat: turn n appends [pending token] + end-of-turn (if the reply
+// did not end with it) + the user turn + the generation prompt, never
+// re-encoding history.
 #include "staticlm/chat.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/family.hpp"
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
 
 namespace staticlm {
+
+const ChatFormat ChatFormat::plain{};
+const ChatFormat ChatFormat::llama3{kLlama3Chat};
+const ChatFormat ChatFormat::gemma4{kGemma4Chat};
+
+const ChatTemplate& ChatFormat::chat_template() const { return template_ ? *template_ : kPlainChat; }
 
 namespace {
 
@@ -24,83 +34,67 @@ std::string_view trim(std::string_view s) {
     return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::string llama3_header(std::string_view role) {
-    return "<|start_header_id|>" + std::string(role) + "<|end_header_id|>\n\n";
+std::string_view content_of(const ChatTemplate& t, std::string_view content) {
+    return t.trim ? trim(content) : content;
 }
 
-std::string llama3_system(const ChatOptions& o) {
-    return llama3_header("system") + "Cutting Knowledge Date: December 2023\nToday Date: " + o.date +
-           "\n\n" + std::string(trim(o.system)) + "<|eot_id|>";
-}
-
-std::string gemma4_turn(std::string_view role, std::string_view content) {
-    return "<|turn>" + std::string(role) + "\n" + std::string(trim(content)) + "<turn|>\n";
+// `text` with {content}, {date} and {system} replaced (placeholders inside
+// the replacements themselves are left alone).
+std::string expand(std::string_view text, std::string_view content, std::string_view date = {},
+                   std::string_view system = {}) {
+    std::string out;
+    out.reserve(text.size() + content.size() + system.size());
+    for (size_t i = 0; i < text.size();) {
+        if (text.compare(i, 9, "{content}") == 0) {
+            out += content;
+            i += 9;
+        } else if (text.compare(i, 6, "{date}") == 0) {
+            out += date;
+            i += 6;
+        } else if (text.compare(i, 8, "{system}") == 0) {
+            out += system;
+            i += 8;
+        } else {
+            out += text[i++];
+        }
+    }
+    return out;
 }
 
 // Text that opens a conversation (before the first user turn).
-std::string opening(ChatFormat f, const ChatOptions& o) {
-    switch (f) {
-        case ChatFormat::llama3: return "<|begin_of_text|>" + llama3_system(o);
-        case ChatFormat::gemma4:
-            return "<bos>" + (o.system.empty() ? std::string() : gemma4_turn("system", o.system));
-        case ChatFormat::plain: return o.system.empty() ? std::string() : o.system + "\n\n";
-    }
-    return {};
+std::string opening(const ChatTemplate& t, const ChatOptions& o) {
+    std::string out(t.bos);
+    if (!t.system_in_first_user && (!o.system.empty() || t.always_system))
+        out += expand(t.system, content_of(t, o.system), o.date);
+    return out;
 }
 
-std::string user_turn(ChatFormat f, std::string_view content) {
-    switch (f) {
-        case ChatFormat::llama3:
-            return llama3_header("user") + std::string(trim(content)) + "<|eot_id|>";
-        case ChatFormat::gemma4: return gemma4_turn("user", content);
-        case ChatFormat::plain: return std::string(content);
-    }
-    return {};
+// first: the conversation's first user turn, which may carry the system text.
+std::string user_turn(const ChatTemplate& t, std::string_view content, bool first, const ChatOptions& o) {
+    std::string system;
+    if (first && t.system_in_first_user && !o.system.empty()) system = expand(t.system, o.system, o.date);
+    return expand(t.user, content_of(t, content), o.date, system);
 }
-
-// What opens an assistant turn of the history.
-std::string assistant_header(ChatFormat f) {
-    switch (f) {
-        case ChatFormat::llama3: return llama3_header("assistant");
-        case ChatFormat::gemma4: return "<|turn>model\n";
-        case ChatFormat::plain: return "";
-    }
-    return {};
-}
-
-// What add_generation_prompt appends. Gemma 4 (thinking off, the template's
-// default) opens the model turn with an empty thought channel; history turns
-// are rendered without it (the template strips thinking from them).
-std::string generation_prompt(ChatFormat f) {
-    if (f == ChatFormat::gemma4) return assistant_header(f) + "<|channel>thought\n<channel|>";
-    return assistant_header(f);
-}
-
-// What closes an assistant turn, and what follows its end-of-turn token.
-std::string end_of_turn(ChatFormat f) {
-    switch (f) {
-        case ChatFormat::llama3: return "<|eot_id|>";
-        case ChatFormat::gemma4: return "<turn|>";
-        case ChatFormat::plain: return "";
-    }
-    return {};
-}
-std::string after_turn(ChatFormat f) { return f == ChatFormat::llama3 ? "" : "\n"; }
 
 }  // namespace
 
-const char* chat_format_name(ChatFormat format) {
-    switch (format) {
-        case ChatFormat::plain: return "plain";
-        case ChatFormat::llama3: return "llama3";
-        case ChatFormat::gemma4: return "gemma4";
-    }
-    return "?";
+const char* chat_format_name(ChatFormat format) { return format.chat_template().name; }
+
+ChatFormat chat_format_by_name(std::string_view name) {
+    std::string known = kPlainChat.name;
+    if (name == kPlainChat.name) return ChatFormat::plain;
+    for (const FamilyDescriptor* f : families())
+        if (f->chat) {
+            if (name == f->chat->name) return ChatFormat(*f->chat);
+            known += std::string(", ") + f->chat->name;
+        }
+    throw Error(ErrorKind::config, "unknown chat format '" + std::string(name) + "' (known: " + known + ")");
 }
 
-ChatFormat chat_format_from_template(std::string_view t) {
-    if (t.find("<|start_header_id|>") != std::string_view::npos) return ChatFormat::llama3;
-    if (t.find("<|turn>") != std::string_view::npos) return ChatFormat::gemma4;
+ChatFormat chat_format_from_template(std::string_view text) {
+    for (const FamilyDescriptor* f : families())
+        if (f->chat && !f->chat->marker.empty() && text.find(f->chat->marker) != std::string_view::npos)
+            return ChatFormat(*f->chat);
     return ChatFormat::plain;
 }
 
@@ -118,30 +112,30 @@ ChatFormat detect_chat_format(const std::filesystem::path& dir) {
     return chat_format_from_template(text);
 }
 
-std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages,
+std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,
                         const ChatOptions& options, bool add_generation_prompt) {
+    const ChatTemplate& t = format.chat_template();
     ChatOptions o = options;
     size_t first = 0;
     if (!messages.empty() && messages[0].role == "system") {
         o.system = messages[0].content;
         first = 1;
     }
-    std::string out = opening(f, o);
+    std::string out = opening(t, o);
     for (size_t i = first; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "user") {
-            if (f == ChatFormat::plain && i > first) out += "\n";
-            out += user_turn(f, m.content);
+            if (i > first) out += t.user_separator;
+            out += user_turn(t, m.content, i == first, o);
         } else if (m.role == "assistant") {
-            out += assistant_header(f) + std::string(f == ChatFormat::plain ? m.content : trim(m.content)) +
-                   end_of_turn(f) + after_turn(f);
-            if (f == ChatFormat::plain) out.pop_back();  // the "\n" comes with the next user turn
+            out += std::string(t.assistant) + std::string(content_of(t, m.content)) + std::string(t.end_of_turn) +
+                   std::string(t.after_turn);
         } else {
             throw Error(ErrorKind::input, "unknown chat role '" + m.role + "' in message " +
                                               std::to_string(i));
         }
     }
-    if (add_generation_prompt) out += generation_prompt(f);
+    if (add_generation_prompt) out += t.generation_prompt;
     return out;
 }
 
@@ -149,19 +143,21 @@ Chat::Chat(Session& session, const Tokenizer& tokenizer, ChatFormat format, Chat
     : session_(session), tokenizer_(tokenizer), format_(format), options_(std::move(options)) {}
 
 std::vector<int> Chat::turn_ids(std::string_view user) const {
+    const ChatTemplate& t = format_.chat_template();
     std::vector<int> ids;
     std::string text;
-    if (cached_.empty() && pending_ < 0) {
-        if (format_ == ChatFormat::plain && session_.model().config().add_bos &&
-            tokenizer_.bos_id() >= 0)
+    const bool first = cached_.empty() && pending_ < 0;
+    if (first) {
+        if (t.bos_from_tokenizer && session_.model().config().add_bos && tokenizer_.bos_id() >= 0)
             ids.push_back(tokenizer_.bos_id());
-        text = opening(format_, options_);
+        text = opening(t, options_);
     } else {
         if (pending_ >= 0) ids.push_back(pending_);
-        if (!pending_ends_turn_) text += end_of_turn(format_);
-        text += after_turn(format_);
+        if (!pending_ends_turn_) text += t.end_of_turn;
+        text += t.after_turn;
+        text += t.user_separator;
     }
-    text += user_turn(format_, user) + generation_prompt(format_);
+    text += user_turn(t, user, first, options_) + std::string(t.generation_prompt);
     const std::vector<int> encoded = tokenizer_.encode(text, /*add_special=*/false);
     ids.insert(ids.end(), encoded.begin(), encoded.end());
     return ids;
@@ -175,6 +171,15 @@ GenerateResult Chat::reply(std::string_view user, const GenerateOptions& options
                         std::to_string(ids.size()) + " new > max_seq " +
                         std::to_string(session_.max_seq()) + " (start a new chat or raise --max-seq)");
     GenerateOptions o = options;
+    if (o.stop_ids.empty()) {
+        // The model's EOS ids and the template's end-of-turn tokens.
+        o.stop_ids = session_.model().config().eos_ids;
+        for (std::string_view s : format_.chat_template().stop_tokens) {
+            const int id = s.empty() ? -1 : tokenizer_.token_id(s);
+            if (id >= 0 && std::find(o.stop_ids.begin(), o.stop_ids.end(), id) == o.stop_ids.end())
+                o.stop_ids.push_back(id);
+        }
+    }
     GenerateResult r = generate(session_, &tokenizer_, ids, o, sink);
     cached_.insert(cached_.end(), ids.begin(), ids.end());
     if (!r.tokens.empty()) {

@@ -44,23 +44,15 @@ std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what,
 // memory, before allocating: a multi-terabyte request would otherwise end the
 // process (sanitizers abort on it, overcommit kills later) instead of throwing.
 void check_cache_fits(std::span<const KvLayerSpec> specs, const SessionOptions& o, int q_max) {
-    const double elem = o.kv == KvType::f16 ? 2 : 4;
-    double bytes = double(o.max_seq + 1.0) * sizeof(Step);  // computed in double: no overflow
-    for (size_t il = 0; il < specs.size(); ++il) {
-        const KvLayerSpec& s = specs[il];
-        if (s.kv_source != int(il)) continue;
-        const double slots = o.ring_sliding && s.window > 0
-                                 ? std::min(double(o.max_seq), double(s.window) + q_max)
-                                 : double(o.max_seq);
-        bytes += 2.0 * s.n_kv_heads * s.head_dim * slots * elem;
-    }
+    const uint64_t cache = StaticKVCache::bytes_needed(specs, o.max_seq, o.kv, o.ring_sliding, q_max);
+    const double bytes = double(cache) + double(o.max_seq + 1.0) * sizeof(Step);  // double: no overflow
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
     const double memory = double(pages) * double(page);
     if (bytes > memory)
         throw Error(ErrorKind::capacity,
                     "invalid configuration: max_seq " + std::to_string(o.max_seq) + " needs " +
-                        std::to_string(uint64_t(bytes)) + " bytes of KV cache, more than the " +
+                        std::to_string(uint64_t(std::min(bytes, 1.8e19))) + " bytes of KV cache, more than the " +
                         std::to_string(uint64_t(memory)) + " bytes of memory of this machine (lower max_seq)");
 }
 

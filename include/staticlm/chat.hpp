@@ -1,5 +1,6 @@
-// Chat templates (Llama 3, Gemma 4, plain text) and a multi-turn chat that
-// keeps one session: each turn appends only the tokens not yet in the cache.
+// Chat formats (the chat templates of the model families: Llama 3, Gemma 4,
+// and plain text) and a multi-turn chat that keeps one session: each turn
+// appends only the tokens not yet in the cache.
 #pragma once
 
 #include <filesystem>
@@ -7,13 +8,30 @@
 #include <string_view>
 #include <vector>
 
+#include "staticlm/chat_template.hpp"
 #include "staticlm/generate.hpp"
 
 namespace staticlm {
 
-enum class ChatFormat { plain, llama3, gemma4 };
+// A chat template (staticlm/chat_template.hpp). The built-in ones have names
+// here; every family's template is found by detect_chat_format and
+// chat_format_by_name.
+class ChatFormat {
+public:
+    static const ChatFormat plain, llama3, gemma4;
+
+    constexpr ChatFormat() = default;  // plain
+    constexpr explicit ChatFormat(const ChatTemplate& t) : template_(&t) {}
+    const ChatTemplate& chat_template() const;
+    bool operator==(const ChatFormat& other) const { return &chat_template() == &other.chat_template(); }
+
+private:
+    const ChatTemplate* template_ = nullptr;  // null: plain
+};
 
 const char* chat_format_name(ChatFormat format);
+// The format of that name ("plain", "llama3", "gemma4", ...); Error(config) listing them otherwise.
+ChatFormat chat_format_by_name(std::string_view name);
 
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant"
@@ -26,8 +44,8 @@ struct ChatOptions {
 };
 
 // The format named by a checkpoint's chat template (tokenizer_config.json
-// "chat_template" or chat_template.jinja); plain when there is none or it is
-// not one of the known formats.
+// "chat_template" or chat_template.jinja): the first family whose template
+// marker it contains; plain when there is none or no family's marker matches.
 ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
 ChatFormat chat_format_from_template(std::string_view template_text);
 

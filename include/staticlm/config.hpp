@@ -25,19 +25,21 @@ struct LayerConfig {
     bool v_norm = false;           // RMSNorm(v) per head without weight
     bool k_eq_v = false;           // no v_proj: V is the raw k_proj output (Gemma 4 attention_k_eq_v)
     bool sandwich_norms = false;   // post-attention and pre/post-FFN norms (Gemma)
+    bool layer_scalar = false;     // a [1] layer_scalar tensor scales the residual after the layer (Gemma 4)
 };
 
 struct ModelConfig {
     std::string architecture;  // as in config.json, for display
-    std::string family;        // "llama" or "gemma4", for display and tensor names
+    std::string family;        // the family that read it ("llama", "gemma4": model/families/), for display
     int hidden = 0;
     int vocab = 0;
     int n_layers = 0;
     float rms_eps = 1e-5f;
+    float norm_weight_offset = 0.0f; // RMSNorm multiplies by (offset + w): 1 for Gemma 1-3, added at load
     Activation activation = Activation::silu;
     float embed_scale = 1.0f;        // multiplies E[ids] (sqrt(H) for Gemma)
     float final_softcap = 0.0f;      // 0: none
-    bool tie_embeddings = false;
+    bool tie_embeddings = false;     // the output head is the embedding (no lm_head.weight)
     int max_position = 0;            // max_position_embeddings, informational
 
     // Gemma 4 per-layer inputs (PLE); 0 when absent.

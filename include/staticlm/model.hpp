@@ -24,6 +24,9 @@ std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType
 std::vector<std::string> synthetic_model_names();
 
 const ModelConfig& model_config(const Model& model);
+// What loading noticed but did not refuse (checkpoint tensors the model does
+// not use, an lm_head that overrides tying), one line each; empty when clean.
+const std::vector<std::string>& model_warnings(const Model& model);
 const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic models
 WeightType model_weight_type(const Model& model);
 size_t model_weight_bytes(const Model& model);

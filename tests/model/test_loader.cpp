@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/config.hpp"
 #include "model/model.hpp"
 #include "model/safetensors.hpp"
 #include "model/synthetic.hpp"
+#include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 #include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
@@ -474,4 +476,119 @@ TEST_CASE("loader: bad llama2.c .bin files") {
     w[10 * 8 + 8 + 5] = std::nanf("");  // wq[0][5]
     write_file(p, header({8, 16, 1, 2, 1, -10, 4}) + f32_bytes(w));
     expect_error([&] { Model::load(p, f32_options()); }, ErrorKind::model, {"q_proj", p.string()});
+}
+
+TEST_CASE("loader: tying follows transformers; a head that is not used is a warning (issue 18)") {
+    TempDir d;
+    TinyLlama t;  // tied: no lm_head.weight
+    t.build();
+    const LoadOptions o = f32_options();
+    {
+        t.write(d.path / "tied");
+        const auto m = Model::load(d.path / "tied", o);
+        CHECK(m->config().tie_embeddings);
+        CHECK(m->warnings().empty());
+    }
+    // An lm_head.weight equal to the embedding: tied, nothing to say.
+    {
+        std::vector<RawTensor> ts = t.tensors();
+        ts.push_back({"lm_head.weight", "F32", {20, 40}, f32_bytes(t.values.at("model.embed_tokens.weight"))});
+        std::filesystem::create_directories(d.path / "copy");
+        write_file(d.path / "copy" / "config.json", t.config_json());
+        write_file(d.path / "copy" / "model.safetensors", safetensors_file(ts));
+        const auto m = Model::load(d.path / "copy", o);
+        CHECK(m->config().tie_embeddings);
+        CHECK(m->weights().lm_head.data == m->weights().embed.data);
+        CHECK(m->warnings().empty());
+    }
+    // A different lm_head.weight: transformers does not tie then, and uses it.
+    {
+        std::vector<RawTensor> ts = t.tensors();
+        const std::vector<float> head = test_values(20 * 40, 77);
+        ts.push_back({"lm_head.weight", "F32", {20, 40}, f32_bytes(head)});
+        std::filesystem::create_directories(d.path / "differs");
+        write_file(d.path / "differs" / "config.json", t.config_json());
+        write_file(d.path / "differs" / "model.safetensors", safetensors_file(ts));
+        const auto m = Model::load(d.path / "differs", o);
+        CHECK(!m->config().tie_embeddings);
+        CHECK(m->weights().lm_head.data != m->weights().embed.data);
+        REQUIRE(m->warnings().size() == 1);
+        CHECK(m->warnings()[0].find("lm_head.weight") != std::string::npos);
+        CHECK(m->warnings()[0].find("as transformers does") != std::string::npos);
+        if (packing_available()) check_unpacks(m->weights().lm_head, head, "lm_head");
+    }
+    // Untied without a head is an error (it used to fall back to the embedding).
+    {
+        std::string cfg = t.config_json();
+        cfg.replace(cfg.find("\"tie_word_embeddings\":true"), 26, "\"tie_word_embeddings\":false");
+        t.write(d.path / "nohead");
+        write_file(d.path / "nohead" / "config.json", cfg);
+        expect_error([&] { Model::load(d.path / "nohead", o); }, ErrorKind::model,
+                     {"missing tensor 'lm_head.weight'", "[20, 40]", "tie_word_embeddings is false"});
+    }
+    // The transformers 5.24 untied Gemma4ForConditionalGeneration: top-level flag false,
+    // text_config's true, lm_head.weight present (golden logits: test_golden.cpp).
+    {
+        const auto m = Model::load(fixtures_dir() / "gemma4-untied-cond", o);
+        CHECK(!m->config().tie_embeddings);
+        CHECK(m->weights().lm_head.data != m->weights().embed.data);
+        CHECK(m->warnings().empty());
+    }
+}
+
+TEST_CASE("loader: every checkpoint tensor the model does not use is named in a warning") {
+    TempDir d;
+    TinyLlama t;
+    t.build();
+    std::vector<RawTensor> ts = t.tensors();
+    const std::string extra = "model.layers.0.self_attn.rotary_emb.inv_freq";
+    ts.push_back({extra, "F32", {5}, f32_bytes(test_values(5, 3))});
+    std::filesystem::create_directories(d.path);
+    write_file(d.path / "config.json", t.config_json());
+    write_file(d.path / "model.safetensors", safetensors_file(ts));
+    const auto m = Model::load(d.path, f32_options());
+    REQUIRE(m->warnings().size() == 1);
+    CHECK(m->warnings()[0].find("tensor '" + extra + "'") != std::string::npos);
+    CHECK(m->warnings()[0].find("not used") != std::string::npos);
+
+    // K/V left in a checkpoint for KV-sharing layers: one line for the group.
+    const auto g = Model::load(fixtures_dir() / "gemma4-e2b-like-cond", f32_options());
+    REQUIRE(g->warnings().size() == 1);
+    CHECK(g->warnings()[0].find("skipped 6 K/V tensors of KV-sharing layers") != std::string::npos);
+    CHECK(g->warnings()[0].find("model.language_model.layers.3.self_attn.k_norm.weight") != std::string::npos);
+}
+
+TEST_CASE("convert_weights adds norm_weight_offset to norm vectors ((1 + w) RMSNorm, Gemma 1-3)") {
+    TinyLlama t;
+    t.build();
+    Model m;
+    m.config_ = parse_model_config(t.config_json(), "config.json");
+    m.config_.norm_weight_offset = 1.0f;
+    std::vector<WeightEntry> plan = detail::plan_weights(m.config_, m.weights_, detail::TensorNaming{});
+    const std::filesystem::path file = "tiny.safetensors";
+    std::vector<std::vector<std::byte>> bytes;
+    std::vector<TensorView> views;
+    views.reserve(plan.size());
+    for (const WeightEntry& e : plan) {
+        const std::vector<float>& v = t.values.at(e.name);
+        bytes.emplace_back(v.size() * 4);
+        std::memcpy(bytes.back().data(), v.data(), v.size() * 4);
+        TensorView tv;
+        tv.name = e.name;
+        tv.dtype = DType::f32;
+        tv.shape = t.shapes.at(e.name);
+        tv.numel = v.size();
+        tv.bytes = v.size() * 4;
+        tv.data = bytes.back().data();
+        tv.file = &file;
+        views.push_back(tv);
+    }
+    std::vector<const TensorView*> src;
+    for (const TensorView& v : views) src.push_back(&v);
+    detail::convert_weights(m, plan, src, f32_options());
+    std::vector<float> want = t.values.at("model.layers.1.post_attention_layernorm.weight");
+    for (float& x : want) x += 1.0f;
+    check_vector(m.weights().layers[1].ffn_norm, want);
+    if (packing_available())  // matrices are untouched
+        check_unpacks(m.weights().layers[0].q, t.values.at("model.layers.0.self_attn.q_proj.weight"), "q0");
 }

@@ -76,15 +76,25 @@ struct Dirs {
     TempDir tmp;
     int n = 0;
 
-    fs::path copy(const std::function<void(const fs::path&)>& edit = {}) {
+    fs::path copy(const std::function<void(const fs::path&)>& edit = {}, const fs::path& fixture = kFixture) {
         char name[24];  // snprintf: GCC 12 warns falsely (-Wrestrict) on "m" + std::to_string(n)
         std::snprintf(name, sizeof name, "m%d", n++);
         const fs::path d = tmp.path / name;
         fs::create_directories(d);
-        fs::copy_file(kFixture / "config.json", d / "config.json");
-        fs::copy_file(kFixture / "model.safetensors", d / "model.safetensors");
+        fs::copy_file(fixture / "config.json", d / "config.json");
+        fs::copy_file(fixture / "model.safetensors", d / "model.safetensors");
         if (edit) edit(d);
         return d;
+    }
+    // A copy of another fixture (a Gemma 4 one) with an edited config.json.
+    fs::path config_of(const fs::path& fixture, const std::function<void(json&)>& edit) {
+        return copy(
+            [&](const fs::path& d) {
+                json j = json::parse(read_bytes(d / "config.json"));
+                edit(j);
+                write_file(d / "config.json", j.dump());
+            },
+            fixture);
     }
     fs::path config(const std::function<void(json&)>& edit) {
         return copy([&](const fs::path& d) {
@@ -233,6 +243,59 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         const fs::path d = dirs.config([](json& j) { j["vocab_size"] = 300; });
         row("vocab_size vs embedding rows", ErrorKind::model,
             {"model.embed_tokens.weight", "[300, 64]", "[256, 64]"}, [=] { load(d); });
+    }
+
+    // Issue 18: float fields are range-checked in the precision they are used
+    // in (each of these once loaded and gave NaN or inf logits).
+    {
+        const fs::path d = dirs.config([](json& j) { j["rms_norm_eps"] = 1e300; });
+        row("rms_norm_eps 1e300", ErrorKind::format, {"config.json", "'rms_norm_eps' = 1e+300", "(0, 1]"},
+            [=] { load(d); });
+        const fs::path tiny = dirs.config([](json& j) { j["rms_norm_eps"] = 1e-50; });
+        row("rms_norm_eps 1e-50 (0 as a float)", ErrorKind::format, {"rms_norm_eps", "is 0 as a float"},
+            [=] { load(tiny); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) {
+            j.erase("rope_parameters");  // the legacy form of Llama 3.x files
+            j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 1e-300}, {"low_freq_factor", 1.0},
+                                 {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+        });
+        row("rope_scaling.factor 1e-300", ErrorKind::format, {"config.json", "'rope_scaling.factor' = 1e-300"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path d = dirs.config([](json& j) { j["rope_theta"] = 1e39; });
+        row("rope_theta 1e39 (inf as a float)", ErrorKind::format, {"rope_theta", "1e+39"}, [=] { load(d); });
+    }
+    {
+        const fs::path keqv = fixtures_dir() / "gemma4-keqv-causal";
+        const fs::path cap = dirs.config_of(keqv, [](json& j) { j["final_logit_softcapping"] = 1e300; });
+        row("final_logit_softcapping 1e300", ErrorKind::format, {"final_logit_softcapping", "1e+300"},
+            [=] { load(cap); });
+        const fs::path factor = dirs.config_of(keqv, [](json& j) {
+            j["rope_parameters"]["full_attention"]["factor"] = 1e-300;
+        });
+        row("Gemma 4 rope factor 1e-300", ErrorKind::format, {"rope_parameters.full_attention.factor"},
+            [=] { load(factor); });
+        // strtol skipped the space and took layer 1.
+        const fs::path key = dirs.config_of(keqv, [](json& j) {
+            j["per_layer_config"] = {{" 1", {{"head_dim", 8}}}};
+        });
+        row("per_layer_config key ' 1'", ErrorKind::format, {"per_layer_config", "key ' 1' is not a layer index"},
+            [=] { load(key); });
+    }
+    {
+        // perplexity's default window became 1 and it blamed a --ctx never given.
+        const fs::path d = dirs.config([](json& j) { j["max_position_embeddings"] = 1; });
+        row("max_position_embeddings 1", ErrorKind::format, {"'max_position_embeddings' = 1", "[2, "},
+            [=] { load(d); });
+    }
+    {
+        // Loaded and silently used the embedding as the head.
+        const fs::path d = dirs.config([](json& j) { j["tie_word_embeddings"] = false; });
+        row("untied config without lm_head.weight", ErrorKind::model,
+            {"missing tensor 'lm_head.weight'", "tie_word_embeddings is false"}, [=] { load(d); });
     }
 
     // --- safetensors files and tensors ---

@@ -112,3 +112,34 @@ TEST_CASE("Llama 3 chat texts tokenize to the ids of the Python tokenizer") {
     }
     CHECK(checked == 12);
 }
+
+TEST_CASE("a chat template is data: a Gemma 3 template renders as apply_chat_template does") {
+    // The Gemma 3 template (../shared/data/gemma3-tokenizer), written as data: the
+    // system text opens the first user turn. Expected texts from transformers 5.24
+    // apply_chat_template with that tokenizer_config.json.
+    static const ChatTemplate g3{
+        .name = "gemma3-test",
+        .marker = "<start_of_turn>",
+        .bos = "<bos>",
+        .system = "{content}\n\n",
+        .system_in_first_user = true,
+        .user = "<start_of_turn>user\n{system}{content}<end_of_turn>\n",
+        .assistant = "<start_of_turn>model\n",
+        .end_of_turn = "<end_of_turn>",
+        .after_turn = "\n",
+        .generation_prompt = "<start_of_turn>model\n",
+        .trim = true,
+        .stop_tokens = {"<end_of_turn>", "<eos>"},
+    };
+    const ChatFormat f(g3);
+    CHECK(std::string(chat_format_name(f)) == "gemma3-test");
+    const std::vector<ChatMessage> m = {{"system", " Be brief. "}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "Bye"}};
+    CHECK(render_chat(f, m, ChatOptions{}, true) ==
+          "<bos><start_of_turn>user\n Be brief. \n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+          "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+    CHECK(render_chat(f, {m[1]}, ChatOptions{}, true) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    CHECK(chat_format_by_name("gemma4") == ChatFormat::gemma4);
+    CHECK(chat_format_by_name("plain") == ChatFormat::plain);
+    CHECK(ChatFormat{} == ChatFormat::plain);
+    test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma4"});
+}

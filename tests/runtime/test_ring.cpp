@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "staticlm/error.hpp"
 #include "staticlm/metrics.hpp"
 #include "staticlm/session.hpp"
+#include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
@@ -289,4 +292,37 @@ TEST_CASE("split invariance with sliding windows crossing bucket boundaries") {
                     CHECK(peir <= 1e-5);
                 }
         }
+}
+
+TEST_CASE("sliding_window 2^31-1 with ring storage: full storage, no overflow (issue 18)") {
+    // window + q_max once wrapped a signed int: UBSan aborted, and a plain
+    // build asked for a 16-exabyte arena and failed with "out of memory".
+    test::TempDir d;
+    const std::filesystem::path src = test::fixtures_dir() / "gemma4-keqv-causal";
+    for (const char* f : {"config.json", "model.safetensors"}) std::filesystem::copy_file(src / f, d.path / f);
+    std::ifstream in(d.path / "config.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    in.close();
+    j["sliding_window"] = 2147483647;
+    test::write_file(d.path / "config.json", j.dump());
+    LoadOptions lo;
+    lo.weights = WeightType::f32;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    const auto model = Model::load(d.path, lo);
+    SessionOptions so;
+    so.max_seq = 24;
+    so.prefill_buckets = {8};
+    so.append_buckets = {4};
+    so.threads = 2;
+    Session full(model, so);
+    so.ring_sliding = true;
+    Session ring(model, so);
+    CHECK(ring.cache_bytes() == full.cache_bytes());
+    const std::vector<int> ids = sequence(20, model->config().vocab, 5);
+    const std::span<const float> a = full.prefill(ids);
+    const std::vector<float> want(a.begin(), a.end());
+    const std::span<const float> b = ring.prefill(ids);
+    CHECK(std::equal(want.begin(), want.end(), b.begin(), b.end()));
+    CHECK(ring.max_rewind() == 20);
 }

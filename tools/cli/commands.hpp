@@ -19,6 +19,8 @@ const std::vector<std::string>& common_switches();
 WeightType weight_type_from_args(const Args& a);
 // --model DIR (with a progress bar on a terminal) or --synthetic NAME.
 std::shared_ptr<const Model> load_model_from_args(const Args& a);
+// Prints the model's load warnings to stderr ("staticlm: warning: ...").
+void print_model_warnings(const Model& model);
 SessionOptions session_options_from_args(const Args& a);
 GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens);
 

@@ -172,6 +172,7 @@ int cmd_verify(int argc, char** argv) {
     lo.load_tokenizer = false;  // verify feeds ids
     if (!a.has("model")) throw UsageError("--model DIR is required");
     auto model = load_model(a.str("model"), lo);
+    print_model_warnings(*model);
     std::printf("verify %s (%s weights, %s KV) against %s: T=%d, vocab %d, %zu greedy ids\n",
                 a.str("model").c_str(), weight_type_name(lo.weights),
                 kv_type_name(settings_from_args(a).kv), a.str("reference").c_str(), ref.length(),

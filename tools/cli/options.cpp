@@ -45,6 +45,10 @@ void progress_bar(uint64_t done, uint64_t total) {
 
 }  // namespace
 
+void print_model_warnings(const Model& model) {
+    for (const std::string& w : model_warnings(model)) std::fprintf(stderr, "staticlm: warning: %s\n", w.c_str());
+}
+
 std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     const int threads = a.integer("threads", 0);
     if (threads < 0) throw UsageError("--threads must be >= 0");
@@ -57,7 +61,9 @@ std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     lo.weights = weight_type_from_args(a);
     lo.threads = threads;
     if (isatty(2)) lo.progress = progress_bar;
-    return load_model(a.str("model"), lo);
+    auto model = load_model(a.str("model"), lo);
+    print_model_warnings(*model);
+    return model;
 }
 
 SessionOptions session_options_from_args(const Args& a) {

@@ -3,9 +3,12 @@
 // its kv_source is another layer, whose views it then reads (Gemma 4 KV
 // sharing). Position p of a layer lives in slot p % n_slots: full storage has
 // n_slots = max_seq; ring storage for a sliding layer keeps window + q_max slots.
+// The cache alone knows this layout: writers call store(), the memory check
+// calls bytes_needed(), and the attention kernel reads the views it documents.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -21,6 +24,7 @@ struct KvLayerSpec {
     int window = 0;     // sliding window W, 0 for full attention
 };
 
+// What the attention kernel reads (kernels::AttentionArgs takes these fields).
 struct KvView {
     void* k = nullptr;  // [n_kv_heads][n_slots][head_dim]
     void* v = nullptr;  // [n_kv_heads][n_slots][head_dim]
@@ -28,13 +32,6 @@ struct KvView {
     int n_kv_heads = 0;
     int head_dim = 0;
     KvType type = KvType::f16;
-
-    size_t element_bytes() const { return type == KvType::f16 ? 2 : 4; }
-    // Byte offset of (kv head h, position p) inside k or v.
-    size_t offset(int h, int p) const {
-        return ((size_t(h) * size_t(n_slots)) + size_t(p % n_slots)) * size_t(head_dim) *
-               element_bytes();
-    }
 };
 
 class StaticKVCache {
@@ -47,6 +44,20 @@ public:
     StaticKVCache& operator=(const StaticKVCache&) = delete;
     StaticKVCache(StaticKVCache&&) = default;
     StaticKVCache& operator=(StaticKVCache&&) = default;
+
+    // Bytes of one cached element.
+    static size_t element_bytes(KvType type) { return type == KvType::f16 ? 2 : 4; }
+    // The arena size the constructor would allocate for these arguments,
+    // computed without allocating (UINT64_MAX when it does not fit in 64 bits).
+    // Throws like the constructor on invalid layer specs.
+    static uint64_t bytes_needed(std::span<const KvLayerSpec> layers, int max_seq, KvType type,
+                                 bool ring_sliding, int q_max);
+
+    // Writes the K/V rows of t tokens at positions pos0 .. pos0+t-1 into layer
+    // il's own storage (converting to f16 when the cache is f16). k and v are
+    // [t][n_kv_heads][head_dim] fp32 with row stride ld floats. il must own its K/V.
+    void store(const kernels::KernelTable& kt, int il, int pos0, int t, const float* k,
+               const float* v, size_t ld);
 
     // The K/V a layer reads (its own, or its source layer's).
     const KvView& view(int il) const { return views_[size_t(il)]; }

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "kernels/memory.hpp"
 #include "staticlm/types.hpp"
@@ -31,6 +33,13 @@ public:
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     size_t weight_bytes() const { return arena_.size(); }
     double load_seconds() const { return load_seconds_; }
+    // Every weight with its role, name and shape (api.cpp counts matmuls from
+    // it). Entries point into this Model's weights: a Model is not moved once
+    // loaded (the loaders build it in its shared_ptr).
+    const std::vector<WeightEntry>& plan() const { return plan_; }
+    // What the loader noticed but did not refuse (tensors the model does not
+    // use, a head that overrides tying): one line each, for the caller to show.
+    const std::vector<std::string>& warnings() const { return warnings_; }
 
     Model() = default;  // use load()/synthetic()
 
@@ -41,6 +50,8 @@ public:
     std::unique_ptr<Tokenizer> tokenizer_;
     Buffer arena_;
     double load_seconds_ = 0.0;
+    std::vector<WeightEntry> plan_;
+    std::vector<std::string> warnings_;
 };
 
 }  // namespace staticlm

@@ -73,6 +73,8 @@ public:
     // Where a tensor would be (for error messages about a missing tensor).
     std::string describe() const;
     size_t n_tensors() const { return index_.size(); }
+    // Every tensor of every file, by name.
+    const std::map<std::string, const TensorView*>& tensors() const { return index_; }
 
 private:
     std::vector<std::unique_ptr<SafetensorsFile>> files_;

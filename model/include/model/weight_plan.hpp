@@ -1,5 +1,7 @@
-// The list of tensors a config needs (names, shapes, destinations) and the one
-// arena layout shared by Model::load and Model::synthetic. Internal to model/.
+// The list of weights a config needs (roles, names, shapes, destinations) and
+// the one arena layout shared by Model::load, Model::synthetic and the
+// llama2.c loader. Which roles exist follows from ModelConfig/LayerConfig
+// flags; names come from a TensorNaming. Internal to model/.
 #pragma once
 
 #include <string>
@@ -7,43 +9,44 @@
 
 #include "kernels/memory.hpp"
 #include "model/config.hpp"
+#include "model/family.hpp"
 #include "model/model.hpp"
 #include "model/safetensors.hpp"
 #include "model/weights.hpp"
 
 namespace staticlm::detail {
 
-struct WeightEntry {
-    enum class Kind { matrix, vector, scalar };
-    Kind kind = Kind::matrix;
-    std::string name;              // full tensor name in the checkpoint
-    int n = 0;                     // matrix rows / vector length
-    int k = 0;                     // matrix columns (0 for vectors)
-    PackedMatrix* matrix = nullptr;
-    const float** vector = nullptr;
-    float* scalar = nullptr;       // [1] tensors (Gemma layer_scalar)
-    size_t offset = 0;             // into the arena (64-byte aligned)
-    size_t bytes = 0;              // in the arena
+// How tensors are named: a family's naming function and where the
+// checkpoint keeps the decoder (model.* and lm_head.weight by default).
+struct TensorNaming {
+    TensorNameFn fn = hf_tensor_name;
+    TensorLayout layout;
+    std::string operator()(WeightRole role, int layer, const LayerConfig* lc) const {
+        return fn(role, layer, lc, layout);
+    }
 };
 
 // Fills w.layers (sized) and returns the entries for every tensor the config
-// requires. `prefix` is "model." (Llama, Gemma causal LM) or
-// "model.language_model." (Gemma multimodal). lm_head.weight is included only
-// when with_lm_head (untied configs whose file has it).
-std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, const std::string& prefix,
-                                      bool with_lm_head);
+// requires. lm_head is included when the config is untied.
+std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, const TensorNaming& names);
+
+// Names of tensors a checkpoint may still carry that the config leaves unused
+// on purpose (the K/V projections and k_norm of KV-sharing layers).
+std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNaming& names);
 
 // Assigns 64-byte aligned offsets, allocates the arena, and points every
 // entry's destination into it (matrices get type/n/k/data/bytes).
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type);
 
-// Points lm_head at embed when it is not a separate tensor.
-void finish_weights(ModelWeights& w, bool lm_head_loaded);
+// Points lm_head at embed when the config is tied and keeps the plan in the
+// model (Model::plan()).
+void finish_weights(Model& model, std::vector<WeightEntry> plan);
 
 // Lays out the arena and converts every entry from its source tensor (shapes
 // and dtypes already checked): vectors/scalars here, matrices in parallel
 // panel-aligned chunks. Non-finite source values throw Error(model) naming the
-// tensor and the flat index of the first one. Sets model.arena_/weight_type_.
+// tensor and the flat index of the first one. Vectors get the config's
+// norm_weight_offset added. Sets model.arena_/weight_type_.
 void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::vector<const TensorView*>& src,
                      const LoadOptions& options);
 

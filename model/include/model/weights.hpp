@@ -3,6 +3,8 @@
 // Optional tensors have data == nullptr.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels.hpp"
@@ -10,6 +12,39 @@
 namespace staticlm {
 
 using kernels::PackedMatrix;
+
+// What a weight is for. The weight plan (weight_plan.cpp) decides from config
+// flags which roles a model has; a family's naming function gives each its
+// tensor name (model/family.hpp).
+enum class WeightRole : uint8_t {
+    // model-level
+    embed, final_norm, lm_head, embed_per_layer, per_layer_model_proj, per_layer_proj_norm,
+    // per layer
+    attn_norm, q, k, v, o, q_norm, k_norm,
+    post_attn_norm,  // sandwich: norm of the attention output
+    ffn_norm,        // the norm in front of the FFN
+    post_ffn_norm,   // sandwich: norm of the FFN output
+    gate, up, down, ple_gate, ple_proj, ple_post_norm, layer_scalar,
+};
+
+// One weight of the plan: its role and checkpoint name, its shape and where
+// it lands in ModelWeights (and in the arena, once laid out).
+struct WeightEntry {
+    enum class Kind { matrix, vector, scalar };
+    Kind kind = Kind::matrix;
+    WeightRole role = WeightRole::embed;
+    int layer = -1;                // -1 for model-level weights
+    bool matmul = false;           // multiplied in the forward pass (lookup tables are not;
+                                   // a tied embedding is also the output head)
+    std::string name;              // full tensor name in the checkpoint
+    int n = 0;                     // matrix rows / vector length
+    int k = 0;                     // matrix columns (0 for vectors)
+    PackedMatrix* matrix = nullptr;
+    const float** vector = nullptr;
+    float* scalar = nullptr;       // [1] tensors (Gemma layer_scalar)
+    size_t offset = 0;             // into the arena (64-byte aligned)
+    size_t bytes = 0;              // in the arena
+};
 
 struct LayerWeights {
     PackedMatrix q, k, v, o;        // [n_heads*hd][H], [n_kv*hd][H] x2, [H][n_heads*hd]

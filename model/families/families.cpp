@@ -1,0 +1,74 @@
+// The list of model families (adding one: docs/FAMILIES.md), the Hugging Face
+// tensor names that Llama-style families share, and the plain chat template.
+#include <string>
+
+#include "model/family.hpp"
+
+namespace staticlm {
+
+// Defined in model/families/<name>.cpp.
+extern const FamilyDescriptor kLlamaFamily;
+extern const FamilyDescriptor kGemma4Family;
+
+namespace {
+
+// Matched in this order against config.json (the first form that fits wins).
+constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma4Family};
+
+}  // namespace
+
+std::span<const FamilyDescriptor* const> families() { return kFamilies; }
+
+const FamilyDescriptor* find_family(std::string_view name) {
+    for (const FamilyDescriptor* f : kFamilies)
+        if (f->name == name) return f;
+    return nullptr;
+}
+
+// Plain text: no markers; the chat adds the tokenizer's BOS id, a system text
+// is a paragraph, and turns after the first are separated by a newline.
+const ChatTemplate kPlainChat{
+    .name = "plain",
+    .bos_from_tokenizer = true,
+    .system = "{content}\n\n",
+    .user = "{content}",
+    .user_separator = "\n",
+};
+
+std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, const TensorLayout& layout) {
+    const std::string p(layout.decoder);
+    const std::string lp = p + "layers." + std::to_string(layer) + ".";
+    // Sandwich-norm layers (Gemma) name the pre-FFN norm pre_feedforward_layernorm and
+    // use post_attention_layernorm for the attention output; Llama's pre-FFN norm
+    // is post_attention_layernorm.
+    const bool sandwich = lc && lc->sandwich_norms;
+    switch (role) {
+        case WeightRole::embed: return p + "embed_tokens.weight";
+        case WeightRole::final_norm: return p + "norm.weight";
+        case WeightRole::lm_head: return std::string(layout.head);
+        case WeightRole::embed_per_layer: return p + "embed_tokens_per_layer.weight";
+        case WeightRole::per_layer_model_proj: return p + "per_layer_model_projection.weight";
+        case WeightRole::per_layer_proj_norm: return p + "per_layer_projection_norm.weight";
+        case WeightRole::attn_norm: return lp + "input_layernorm.weight";
+        case WeightRole::q: return lp + "self_attn.q_proj.weight";
+        case WeightRole::k: return lp + "self_attn.k_proj.weight";
+        case WeightRole::v: return lp + "self_attn.v_proj.weight";
+        case WeightRole::o: return lp + "self_attn.o_proj.weight";
+        case WeightRole::q_norm: return lp + "self_attn.q_norm.weight";
+        case WeightRole::k_norm: return lp + "self_attn.k_norm.weight";
+        case WeightRole::post_attn_norm: return lp + "post_attention_layernorm.weight";
+        case WeightRole::ffn_norm:
+            return lp + (sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+        case WeightRole::post_ffn_norm: return lp + "post_feedforward_layernorm.weight";
+        case WeightRole::gate: return lp + "mlp.gate_proj.weight";
+        case WeightRole::up: return lp + "mlp.up_proj.weight";
+        case WeightRole::down: return lp + "mlp.down_proj.weight";
+        case WeightRole::ple_gate: return lp + "per_layer_input_gate.weight";
+        case WeightRole::ple_proj: return lp + "per_layer_projection.weight";
+        case WeightRole::ple_post_norm: return lp + "post_per_layer_input_norm.weight";
+        case WeightRole::layer_scalar: return lp + "layer_scalar";
+    }
+    return {};
+}
+
+}  // namespace staticlm
