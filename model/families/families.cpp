@@ -8,12 +8,13 @@ namespace staticlm {
 
 // Defined in model/families/<name>.cpp.
 extern const FamilyDescriptor kLlamaFamily;
+extern const FamilyDescriptor kGemma3Family;
 extern const FamilyDescriptor kGemma4Family;
 
 namespace {
 
 // Matched in this order against config.json (the first form that fits wins).
-constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma4Family};
+constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma3Family, &kGemma4Family};
 
 }  // namespace
 

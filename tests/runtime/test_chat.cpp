@@ -138,8 +138,13 @@ TEST_CASE("a chat template is data: a Gemma 3 template renders as apply_chat_tem
           "<bos><start_of_turn>user\n Be brief. \n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
           "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
     CHECK(render_chat(f, {m[1]}, ChatOptions{}, true) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    // The Gemma 3 family's own template renders the same.
+    const ChatFormat family = chat_format_by_name("gemma3");
+    CHECK(render_chat(family, m, ChatOptions{}, true) == render_chat(f, m, ChatOptions{}, true));
+    CHECK(render_chat(family, {m[1]}, ChatOptions{}, true) == render_chat(f, {m[1]}, ChatOptions{}, true));
+    CHECK(chat_format_from_template("{{ '<start_of_turn>user\\n' }}") == family);
     CHECK(chat_format_by_name("gemma4") == ChatFormat::gemma4);
     CHECK(chat_format_by_name("plain") == ChatFormat::plain);
     CHECK(ChatFormat{} == ChatFormat::plain);
-    test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma4"});
+    test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma3, gemma4"});
 }

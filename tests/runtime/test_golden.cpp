@@ -140,3 +140,13 @@ TEST_CASE("golden Gemma 4 fixtures match transformers") {
     for (const Budget& b : kGemmaBudgets)
         for (const auto& dir : dirs) check_fixture(dir, b);
 }
+
+TEST_CASE("golden Gemma 3 fixtures match transformers") {
+    // gemma3-4b-like-causal/-cond (layer_types from sliding_window_pattern, linear
+    // RoPE scaling on full layers, the multimodal layout) and gemma3-softcap-causal
+    // (rope_parameters, layer_types, final softcap 3).
+    const auto dirs = fixtures("gemma3-");
+    REQUIRE(dirs.size() >= 3);
+    for (const Budget& b : kGemmaBudgets)
+        for (const auto& dir : dirs) check_fixture(dir, b);
+}
