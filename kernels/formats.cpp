@@ -20,9 +20,17 @@ int padded_k(WeightType type, int k) {
 void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
                   std::byte* dst) {
     if (type == WeightType::q8)
-        detail::q8_pack(src_type, src, n, k, n0, n1, dst);
+        detail::q8_pack(src_type, src, 0, n, k, n0, n1, dst);
     else
-        detail::float_pack(type, src_type, src, n, k, n0, n1, dst);
+        detail::float_pack(type, src_type, src, 0, n, k, n0, n1, dst);
+}
+
+void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
+                      std::byte* dst) {
+    if (type == WeightType::q8)
+        detail::q8_pack(src_type, rows, n0, n, k, n0, n1, dst);
+    else
+        detail::float_pack(type, src_type, rows, n0, n, k, n0, n1, dst);
 }
 
 void unpack_row(const PackedMatrix& w, int row, float scale, float* out) {

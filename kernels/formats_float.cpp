@@ -37,7 +37,7 @@ size_t float_packed_bytes(WeightType type, int n, int k) {
     return align64(n_panels * panel_bytes(type, k));
 }
 
-void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
+void float_pack(WeightType type, SrcType src_type, const void* src, int src_row0, int n, int k, int n0, int n1,
                 std::byte* dst) {
     if (n0 < 0 || n1 > n || n0 > n1 || n0 % kPanelRows != 0 || (n1 % kPanelRows != 0 && n1 != n))
         throw Error(ErrorKind::input, "float_pack: row range [" + std::to_string(n0) + ", " +
@@ -52,7 +52,7 @@ void float_pack(WeightType type, SrcType src_type, const void* src, int n, int k
     const PackPanelFn pack = table().pack_panel;
     for (int p = p0; p < p1; ++p) {
         const int row0 = p * kPanelRows;
-        pack(type, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes,
+        pack(type, src_type, static_cast<const std::byte*>(src) + size_t(row0 - src_row0) * row_bytes,
              size_t(k), std::min(kPanelRows, n - row0), k, dst + size_t(p) * per_panel);
     }
 }

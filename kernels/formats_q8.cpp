@@ -32,7 +32,7 @@ size_t q8_packed_bytes(int n, int k) {
     return n_panels * size_t(q8_groups(k)) * kQ8BlockBytes;
 }
 
-void q8_pack(SrcType src_type, const void* src, int n, int k, int n0, int n1, std::byte* dst) {
+void q8_pack(SrcType src_type, const void* src, int src_row0, int n, int k, int n0, int n1, std::byte* dst) {
     check_shape(n, k, "q8_pack");
     if (n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
         (n1 % kPanelRows != 0 && n1 != n))
@@ -46,7 +46,7 @@ void q8_pack(SrcType src_type, const void* src, int n, int k, int n0, int n1, st
     const PackPanelFn pack = table().pack_panel;
     for (int p = p0; p < p1; ++p) {
         const int row0 = p * kPanelRows;
-        pack(WeightType::q8, src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes,
+        pack(WeightType::q8, src_type, static_cast<const std::byte*>(src) + size_t(row0 - src_row0) * row_bytes,
              size_t(k), std::min(kPanelRows, n - row0), k, dst + size_t(p) * panel_bytes);
     }
 }

@@ -3,7 +3,12 @@
 // config.json values), the vocabulary size against token_embd, and the name
 // and shape of every tensor a layer needs. Model::load of .gguf files builds
 // on this once the family descriptors carry the GGUF names.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <map>
+
+#include "model/config.hpp"
 
 #include "model/gguf.hpp"
 #include "staticlm/error.hpp"
@@ -103,7 +108,7 @@ GgufModelInfo read_gguf_model_info(const GgufFile& f) {
     if (f.find(p + "context_length")) m.context = int64_t(f.get_uint(p + "context_length", uint64_t{1} << 31));
     if (f.find(p + "rope.freq_base")) m.rope_theta = f.get_float(p + "rope.freq_base");
     m.rms_eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
-    if (!(m.rms_eps > 0 && m.rms_eps < 1) || !(m.rope_theta > 0))
+    if (!(m.rms_eps > 0 && m.rms_eps < 1) || !(m.rope_theta > 0 && m.rope_theta <= double(FLT_MAX)))
         throw Error(ErrorKind::format, f.path().string() + ": " + p + "attention.layer_norm_rms_epsilon " +
                                            std::to_string(m.rms_eps) + " or " + p + "rope.freq_base " +
                                            std::to_string(m.rope_theta) + " is out of range");
@@ -158,6 +163,42 @@ GgufModelInfo read_gguf_model_info(const GgufFile& f) {
         }
     }
     return m;
+}
+
+ModelConfig gguf_base_config(const GgufFile& f, const GgufModelInfo& m) {
+    ModelConfig c;
+    c.hidden = m.hidden;
+    c.vocab = m.vocab;
+    c.n_layers = m.n_layers;
+    c.rms_eps = float(m.rms_eps);
+    c.max_position = m.context >= 2 ? int(std::min<int64_t>(m.context, INT32_MAX)) : 2048;
+    auto id = [&](const char* key) {
+        if (!f.find(key)) return -1;
+        const uint64_t v = f.get_uint(key, uint64_t(INT32_MAX));
+        if (v >= uint64_t(m.vocab))
+            throw Error(ErrorKind::format, f.key_where(key) + " = " + std::to_string(v) +
+                                               " is outside the vocabulary (" + std::to_string(m.vocab) + ")");
+        return int(v);
+    };
+    c.bos_id = id("tokenizer.ggml.bos_token_id");
+    c.pad_id = id("tokenizer.ggml.padding_token_id");
+    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
+        const int e = id(key);
+        if (e >= 0 && std::find(c.eos_ids.begin(), c.eos_ids.end(), e) == c.eos_ids.end()) c.eos_ids.push_back(e);
+    }
+    c.add_bos = f.find("tokenizer.ggml.add_bos_token") ? f.get_bool("tokenizer.ggml.add_bos_token") : true;
+
+    LayerConfig lc;
+    lc.attention = AttentionType::full;
+    lc.n_heads = m.n_heads;
+    lc.n_kv_heads = m.n_kv_heads;
+    lc.head_dim = m.head_dim;
+    lc.ffn_dim = m.ffn;
+    lc.attn_scale = float(1.0 / std::sqrt(double(m.head_dim)));
+    lc.inv_freq = rope_inv_freq_default(m.head_dim, m.rope_theta);
+    c.layers.assign(size_t(m.n_layers), lc);
+    for (int il = 0; il < m.n_layers; ++il) c.layers[size_t(il)].kv_source = il;
+    return c;
 }
 
 int64_t gguf_llama_qk_row(int64_t hf_row, int head_dim) {

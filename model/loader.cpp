@@ -152,6 +152,7 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
         throw Error(ErrorKind::config, "invalid load options: threads must be >= 0 (0 = all cores), got " +
                                            std::to_string(options.threads));
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
+    if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") return detail::load_gguf(dir, options);
     auto model = std::make_shared<Model>();
     CheckpointConfig checkpoint = read_checkpoint_config(dir);
     model->config_ = std::move(checkpoint.config);

@@ -143,6 +143,57 @@ ModelConfig parse_gemma3(const ConfigReader& r, const ConfigReader&) {
     return c;
 }
 
+// llama.cpp's gemma3 architecture. Not in the file, as llama.cpp assumes:
+// every 6th layer is full (attention.sliding_window_pattern when present),
+// sliding layers use rope.freq_base_swa (default 10000) and no scaling,
+// full layers rope.freq_base with rope.scaling (linear only); the query
+// scale is 1/sqrt(key_length) (query_pre_attn_scalar = head_dim), except for
+// the 62-layer 27B (1/sqrt(hidden / heads)). Norm weights are stored as
+// 1 + w, so they are used as they are.
+ModelConfig parse_gguf_gemma3(const GgufFile& f, const GgufModelInfo& info) {
+    ModelConfig c = gguf_base_config(f, info);
+    c.activation = Activation::gelu_tanh;
+    c.norm_weight_offset = 0.0f;
+    c.embed_scale = float(std::sqrt(double(c.hidden)));
+    auto real = [&](const std::string& key, double fallback, double lo, double hi) {
+        const double v = f.find(key) ? f.get_float(key) : fallback;
+        if (!(v >= lo && v <= hi))
+            throw Error(ErrorKind::format, f.key_where(key) + " = " + std::to_string(v) + " is outside [" +
+                                               std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        return v;
+    };
+    c.final_softcap = float(real("gemma3.final_logit_softcapping", 0.0, 0.0, kFloatMax));
+    const int window = int(f.get_uint("gemma3.attention.sliding_window", uint64_t(INT32_MAX)));
+    if (window < 1) throw Error(ErrorKind::format, f.key_where("gemma3.attention.sliding_window") + " = 0");
+    const int pattern = f.find("gemma3.attention.sliding_window_pattern")
+                            ? int(f.get_uint("gemma3.attention.sliding_window_pattern", uint64_t(INT32_MAX)))
+                            : 6;
+    if (pattern < 1)
+        throw Error(ErrorKind::format, f.key_where("gemma3.attention.sliding_window_pattern") + " = 0");
+    Rope full{float(info.rope_theta), 1.0f};
+    const Rope local{float(real("gemma3.rope.freq_base_swa", 10000.0, 1.0, kFloatMax)), 1.0f};
+    if (f.find("gemma3.rope.scaling.type")) {
+        const std::string_view type = f.get_string("gemma3.rope.scaling.type");
+        if (type == "linear")
+            full.factor = float(real("gemma3.rope.scaling.factor", 1.0, 1.0, kFloatMax));
+        else if (type != "none")
+            throw Error(ErrorKind::unsupported, f.key_where("gemma3.rope.scaling.type") + " = '" + std::string(type) +
+                                                    "' is not supported (none, linear)");
+    }
+    const double scalar = info.n_layers == 62 ? double(info.hidden) / info.n_heads : double(info.head_dim);
+    for (int il = 0; il < c.n_layers; ++il) {
+        LayerConfig& lc = c.layers[size_t(il)];
+        const bool s = (il + 1) % pattern != 0;
+        lc.attention = s ? AttentionType::sliding : AttentionType::full;
+        lc.window = s ? window : 0;
+        lc.attn_scale = float(1.0 / std::sqrt(scalar));
+        lc.inv_freq = rope_inv_freq(s ? local : full, lc.head_dim);
+        lc.qk_norm = true;
+        lc.sandwich_norms = true;
+    }
+    return c;
+}
+
 constexpr ConfigForm kForms[] = {
     {.architecture = "Gemma3ForConditionalGeneration", .model_type = "gemma3", .nested = true, .tie_default = true},
     {.architecture = "Gemma3ForCausalLM", .model_type = "gemma3_text", .nested = false, .tie_default = true},
@@ -181,7 +232,7 @@ const FamilyDescriptor kGemma3Family{
     .forms = kForms,
     .gguf_architectures = kGguf,
     .parse = parse_gemma3,
-    .parse_gguf = nullptr,
+    .parse_gguf = parse_gguf_gemma3,
     .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,
     .ignored = kIgnored,

@@ -90,6 +90,11 @@ int padded_k(WeightType type, int k);
 // are written as zeros by the call that owns their panel.
 void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k,
                   int n0, int n1, std::byte* dst);
+// The same for a source that holds only rows [n0, n1) (row n0 first, k
+// elements apart): for loaders that produce a matrix a chunk of rows at a
+// time (GGUF tensors dequantized into scratch).
+void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
+                      std::byte* dst);
 
 // Reads row `row` of a packed matrix back as floats (dequantized) — used for
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.

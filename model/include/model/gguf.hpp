@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/ggml_blocks.hpp"
+#include "staticlm/config.hpp"
 #include "tokenizer/tokenizer_gguf.hpp"
 
 namespace staticlm {
@@ -152,6 +153,13 @@ struct GgufModelInfo {
     bool tied = true;           // no output.weight: the output projection is token_embd
 };
 GgufModelInfo read_gguf_model_info(const GgufFile& file);
+
+// The ModelConfig fields every GGUF architecture fills the same way (the
+// families' parse_gguf start from it): sizes from `info`, every layer full
+// attention with its own K/V and the default RoPE of <arch>.rope.freq_base,
+// attention scale 1/sqrt(head_dim); special tokens from tokenizer.ggml.*
+// (bos, eos plus eot when present, padding, add_bos_token).
+ModelConfig gguf_base_config(const GgufFile& file, const GgufModelInfo& info);
 
 // llama.cpp's converter stores Llama's q and k projection rows permuted from
 // rotate-half to interleaved pairs: GGUF row h·d + 2i + j holds Hugging Face

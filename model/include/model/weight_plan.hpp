@@ -53,6 +53,9 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
 // Model::load of a llama2.c .bin file (model/llama2c.cpp).
 std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options);
 
+// Model::load of a GGUF file (model/gguf_loader.cpp).
+std::shared_ptr<const Model> load_gguf(const std::filesystem::path& file, const LoadOptions& options);
+
 // Resolves OpenMP thread counts (0: all cores).
 int resolve_threads(int threads);
 
