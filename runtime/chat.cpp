@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/family.hpp"
+#include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/session.hpp"
@@ -100,7 +101,11 @@ ChatFormat chat_format_from_template(std::string_view text) {
 
 ChatFormat detect_chat_format(const std::filesystem::path& dir) {
     std::string text;
-    if (std::ifstream jinja(dir / "chat_template.jinja"); jinja) {
+    if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {
+        // tokenizer.chat_template (absent in base models: plain).
+        const GgufFile f(dir);
+        if (f.find("tokenizer.chat_template")) text = std::string(f.get_string("tokenizer.chat_template"));
+    } else if (std::ifstream jinja(dir / "chat_template.jinja"); jinja) {
         std::stringstream ss;
         ss << jinja.rdbuf();
         text = ss.str();

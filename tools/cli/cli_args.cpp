@@ -1,4 +1,5 @@
-// Flag parsing for the staticlm CLI (--name value, --name=value, --switch).
+// Flag parsing for the staticlm CLI (--name value, --name=value, --switch, and
+// the short forms -m, -p, -n).
 #include "cli_args.hpp"
 
 #include <algorithm>
@@ -12,12 +13,20 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+// Short forms as llama.cpp spells them: -m FILE, -p TEXT, -n N.
+std::string long_form(const std::string& a) {
+    if (a == "-m") return "--model";
+    if (a == "-p") return "--prompt";
+    if (a == "-n") return "--n-predict";
+    return a;
+}
+
 }  // namespace
 
 Args::Args(int argc, char** argv, int first, const std::vector<std::string>& flags,
            const std::vector<std::string>& switches) {
     for (int i = first; i < argc; ++i) {
-        std::string a = argv[i];
+        const std::string a = long_form(argv[i]);
         if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
             positional_.push_back(a);
             continue;

@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: staticlm <command> [flags]\n"
     "commands:\n"
-    "  generate  --model DIR [--prompt TEXT | --prompt-file F] [--n-predict N] [--echo]\n"
+    "  generate  --model DIR|FILE.gguf [--prompt TEXT | --prompt-file F] [--n-predict N] [--echo]\n"
     "  chat      --model DIR [--system TEXT]   (one user turn per line when stdin is not a terminal)\n"
     "  info      --model DIR | --synthetic NAME\n"
     "  tokenize  --model DIR [--add-special] TEXT\n"
@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
     "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"
     "  perplexity --model DIR --file F [--ctx N]\n"
+    "  (-m, -p, -n: --model, --prompt, --n-predict)\n"
     "common flags: --weights q8|f16|bf16|f32  --kv f16|f32  --threads N  --max-seq K\n"
     "  --prefill-buckets LIST  --append-buckets LIST  --temp T  --top-k K  --top-p P\n"
     "  --min-p P  --repeat-penalty R  --seed S  --stop TEXT\n";
@@ -105,7 +106,7 @@ int cmd_chat(const Args& a) {
 int cmd_tokenize(const Args& a) {
     // Only the tokenizer files are read: a directory with just tokenizer.json works.
     if (!a.has("model")) throw UsageError("--model DIR is required");
-    const std::unique_ptr<Tokenizer> owned = load_tokenizer(a.str("model"), a.has("prefer-json"));
+    const std::unique_ptr<Tokenizer> owned = load_model_tokenizer(a.str("model"), a.has("prefer-json"));
     const Tokenizer* tok = owned.get();
     std::string text;
     for (size_t i = 0; i < a.positional().size(); ++i) text += (i ? " " : "") + a.positional()[i];
@@ -116,6 +117,7 @@ int cmd_tokenize(const Args& a) {
 }
 
 int cmd_info(const Args& a) {
+    if (a.has("model") && a.str("model").ends_with(".gguf")) std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
     auto model = load_model_from_args(a);
     const ModelConfig& c = model_config(*model);
     const SessionOptions so = session_options_from_args(a);
