@@ -51,6 +51,40 @@ void q8_pack(SrcType src_type, const void* src, int src_row0, int n, int k, int 
     }
 }
 
+}  // namespace staticlm::kernels::detail
+
+namespace staticlm::kernels {
+
+void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
+    detail::check_shape(n, k, "pack_q8_quants");
+    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 || (n1 % kPanelRows != 0 && n1 != n))
+        throw Error(ErrorKind::input, "pack_q8_quants: k = " + std::to_string(k) + " or row range [" +
+                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                                          std::to_string(n) + " rows is not whole groups and panels");
+    const int groups = k / kQ8Group;
+    const size_t panel_bytes = size_t(groups) * detail::kQ8BlockBytes;
+    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+        std::byte* panel = dst + size_t(p0 / kPanelRows) * panel_bytes;
+        const int rows = std::min(kPanelRows, n1 - p0);
+        for (int g = 0; g < groups; ++g) {
+            auto* block = reinterpret_cast<uint8_t*>(panel + size_t(g) * detail::kQ8BlockBytes);
+            std::memset(block, 128, detail::kQ8ScaleOffset);
+            std::memset(block + detail::kQ8ScaleOffset, 0, 2 * kPanelRows);
+            for (int r = 0; r < rows; ++r) {
+                const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
+                for (int j = 0; j < kQ8Group; ++j)
+                    block[(j / 4) * 64 + r * 4 + (j % 4)] = uint8_t(std::max<int>(src[j], -127) + 128);
+                std::memcpy(block + detail::kQ8ScaleOffset + 2 * r,
+                            scales + size_t(p0 - n0 + r) * size_t(groups) + size_t(g), 2);
+            }
+        }
+    }
+}
+
+}  // namespace staticlm::kernels
+
+namespace staticlm::kernels::detail {
+
 void q8_unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
     if (row < 0 || row >= w.n)
         throw Error(ErrorKind::input, "q8_unpack_row: row " + std::to_string(row) +

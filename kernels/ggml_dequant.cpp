@@ -309,4 +309,44 @@ bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n) {
     return true;
 }
 
+bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scales, int64_t n) {
+    const int64_t nb = n / kQK;
+    const auto* s = static_cast<const std::byte*>(src);
+    switch (type) {
+        case GgmlType::q4_0: {
+            const auto* x = reinterpret_cast<const BlockQ4_0*>(s);
+            for (int64_t i = 0; i < nb; ++i, q += kQK) {
+                for (int j = 0; j < kQK / 2; ++j) {
+                    q[j] = int8_t((x[i].qs[j] & 0x0F) - 8);
+                    q[j + kQK / 2] = int8_t((x[i].qs[j] >> 4) - 8);
+                }
+                std::memcpy(scales + i, &x[i].d, 2);
+            }
+            return true;
+        }
+        case GgmlType::q5_0: {
+            const auto* x = reinterpret_cast<const BlockQ5_0*>(s);
+            for (int64_t i = 0; i < nb; ++i, q += kQK) {
+                uint8_t h[kQK];
+                q5_high_bits(x[i].qh, h);
+                for (int j = 0; j < kQK / 2; ++j) {
+                    q[j] = int8_t(((x[i].qs[j] & 0x0F) | h[j]) - 16);
+                    q[j + kQK / 2] = int8_t(((x[i].qs[j] >> 4) | h[j + kQK / 2]) - 16);
+                }
+                std::memcpy(scales + i, &x[i].d, 2);
+            }
+            return true;
+        }
+        case GgmlType::q8_0: {
+            const auto* x = reinterpret_cast<const BlockQ8_0*>(s);
+            for (int64_t i = 0; i < nb; ++i, q += kQK) {
+                std::memcpy(q, x[i].qs, kQK);
+                std::memcpy(scales + i, &x[i].d, 2);
+            }
+            return true;
+        }
+        default: return false;
+    }
+}
+
 }  // namespace staticlm::kernels

@@ -1,7 +1,8 @@
 // Model::load of a GGUF file: the family named by general.architecture reads
 // the metadata, the shared weight plan names every tensor (gguf_tensor_name),
 // and each matrix is dequantized by row chunks into per-thread scratch and
-// packed to the chosen weight type in parallel (never a whole-file f32 copy).
+// packed to the chosen weight type in parallel (never a whole-file f32 copy);
+// into q8, Q8_0/Q5_0/Q4_0 blocks keep their quants and scales exactly.
 // The tokenizer is built from the tokenizer.ggml.* keys on a thread of its
 // own meanwhile.
 #include <algorithm>
@@ -193,6 +194,8 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
 #pragma omp parallel num_threads(n_threads)
     {
         std::vector<float> scratch;
+        std::vector<int8_t> quants;
+        std::vector<uint16_t> scales;
 #pragma omp for schedule(dynamic, 1)
         for (long ti = 0; ti < n_tasks; ++ti) {
             if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
@@ -203,30 +206,49 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                 const bool interleaved =
                     family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
                 const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
+                // Q8_0/Q5_0/Q4_0 into q8: the quants and scales as they are.
+                const bool direct = type == WeightType::q8 && e.k % kernels::kQ8Group == 0 &&
+                                    (t.type == kernels::GgmlType::q8_0 || t.type == kernels::GgmlType::q5_0 ||
+                                     t.type == kernels::GgmlType::q4_0);
                 // ~128 KiB of f32 at a time: packed from L2 right after decoding.
                 const size_t row_floats = size_t(e.k);
                 const int step = std::max<int>(
                     kernels::kPanelRows,
                     int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
-                scratch.resize(size_t(std::min(step, task.n1 - task.n0)) * row_floats);
+                const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
+                if (direct) {
+                    quants.resize(rows_max * row_floats);
+                    scales.resize(rows_max * row_floats / kernels::kQ8Group);
+                } else {
+                    scratch.resize(rows_max * row_floats);
+                }
                 for (int r0 = task.n0; r0 < task.n1; r0 += step) {
                     const int r1 = std::min(task.n1, r0 + step);
-                    if (interleaved) {
-                        for (int r = r0; r < r1; ++r) {
-                            const int64_t g = gguf_llama_qk_row(r, head_dim);
-                            float* row = scratch.data() + size_t(r - r0) * row_floats;
-                            gguf_dequantize_rows(t, g, g + 1, row);
-                            if (const int64_t bad = first_non_finite(row, row_floats); bad >= 0)
+                    // Consecutive runs of GGUF rows: the whole step, or one row
+                    // at a time where the q/k rows are interleaved.
+                    for (int r = r0; r < r1; r = interleaved ? r + 1 : r1) {
+                        const int64_t g = interleaved ? gguf_llama_qk_row(r, head_dim) : r;
+                        const int64_t count = interleaved ? 1 : r1 - r0;
+                        const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
+                        const size_t at = size_t(r - r0) * row_floats;
+                        if (direct) {
+                            uint16_t* sc = scales.data() + at / kernels::kQ8Group;
+                            kernels::ggml_to_q8_quants(t.type, blocks, quants.data() + at, sc, count * e.k);
+                            for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
+                                if ((sc[b] & 0x7c00) == 0x7c00)
+                                    throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
+                        } else {
+                            gguf_dequantize_rows(t, g, g + count, scratch.data() + at);
+                            if (const int64_t bad = first_non_finite(scratch.data() + at, size_t(count) * row_floats);
+                                bad >= 0)
                                 throw_non_finite(t, g * e.k + bad);
                         }
-                    } else {
-                        gguf_dequantize_rows(t, r0, r1, scratch.data());
-                        if (const int64_t bad = first_non_finite(scratch.data(), size_t(r1 - r0) * row_floats);
-                            bad >= 0)
-                            throw_non_finite(t, int64_t(r0) * e.k + bad);
                     }
-                    kernels::pack_weight_rows(type, SrcType::f32, scratch.data(), e.n, e.k, r0, r1,
-                                              e.matrix->data);
+                    if (direct)
+                        kernels::pack_q8_quants(quants.data(), scales.data(), e.n, e.k, r0, r1, e.matrix->data);
+                    else
+                        kernels::pack_weight_rows(type, SrcType::f32, scratch.data(), e.n, e.k, r0, r1,
+                                                  e.matrix->data);
                 }
                 const uint64_t bytes = uint64_t(task.n1 - task.n0) * t.row_bytes();
                 const uint64_t now = done.fetch_add(bytes) + bytes;

@@ -10,6 +10,7 @@
 
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/kernels.hpp"
+#include "staticlm/error.hpp"
 
 using namespace staticlm::kernels;
 
@@ -147,4 +148,58 @@ TEST_CASE("Q2_K/Q3_K: element 128n + 32s + i in bits 2s of qs[32n + i]; Q3_K's h
     const auto z = decode(GgmlType::q3_k, c, 256);
     CHECK(z[200] == 1.0f * 2);
     CHECK(z[0] == 1.0f * -4);  // low bits 0, hmask bit clear
+}
+
+TEST_CASE("Q8_0/Q5_0/Q4_0 into q8 without rounding: ggml_to_q8_quants + pack_q8_quants") {
+    // 37 rows (a partial last panel) of 96 elements (3 blocks), random bytes
+    // with finite scales: every unpacked value equals dequantize_ggml's.
+    const int n = 37, k = 96;
+    uint32_t seed = 12345;
+    auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+    for (GgmlType type : {GgmlType::q8_0, GgmlType::q5_0, GgmlType::q4_0}) {
+        const GgmlTypeInfo& info = *ggml_type_info(type);
+        const size_t row_bytes = size_t(k / info.block_elems) * size_t(info.block_bytes);
+        std::vector<uint8_t> bytes(size_t(n) * row_bytes);
+        for (uint8_t& b : bytes) b = uint8_t(next() >> 24);
+        for (size_t blk = 0; blk < bytes.size() / size_t(info.block_bytes); ++blk) {
+            uint8_t* p = bytes.data() + blk * size_t(info.block_bytes);
+            const uint16_t d = uint16_t(0x2000 + (next() >> 20) % 0x3000);  // finite, both signs below
+            std::memcpy(p, &d, 2);
+            if (blk % 3 == 0) p[1] |= 0x80;
+            if (type == GgmlType::q8_0)
+                for (int j = 2; j < 34; ++j)
+                    if (p[j] == 0x80) p[j] = 0x81;  // -128 is outside q8's range (checked below)
+        }
+        std::vector<float> want(size_t(n) * k);
+        REQUIRE(dequantize_ggml(type, bytes.data(), want.data(), int64_t(want.size())));
+        std::vector<int8_t> q(size_t(n) * k);
+        std::vector<uint16_t> scales(size_t(n) * k / 32);
+        REQUIRE(ggml_to_q8_quants(type, bytes.data(), q.data(), scales.data(), int64_t(q.size())));
+        std::vector<std::byte> packed(packed_bytes(staticlm::WeightType::q8, n, k));
+        // Two calls: rows [0, 16) and [16, 37), each given only its own rows.
+        pack_q8_quants(q.data(), scales.data(), n, k, 0, 16, packed.data());
+        pack_q8_quants(q.data() + 16 * k, scales.data() + 16 * k / 32, n, k, 16, n, packed.data());
+        const PackedMatrix m{staticlm::WeightType::q8, n, k, packed.data(), packed.size()};
+        int exact = 0;
+        std::vector<float> row(static_cast<size_t>(k));
+        for (int r = 0; r < n; ++r) {
+            unpack_row(m, r, 1.0f, row.data());
+            for (int i = 0; i < k; ++i) exact += row[size_t(i)] == want[size_t(r) * k + size_t(i)];
+        }
+        CHECK_MESSAGE(exact == n * k, ggml_type_name(type));
+    }
+    CHECK_FALSE(ggml_to_q8_quants(GgmlType::q4_k, nullptr, nullptr, nullptr, 256));
+    // -128 (possible in a Q8_0 file, never written by ggml) becomes -127.
+    BlockQ8_0 b{};
+    b.d = kOne;
+    b.qs[0] = -128;
+    int8_t q[32];
+    uint16_t s;
+    REQUIRE(ggml_to_q8_quants(GgmlType::q8_0, &b, q, &s, 32));
+    std::vector<std::byte> packed(packed_bytes(staticlm::WeightType::q8, 1, 32));
+    pack_q8_quants(q, &s, 1, 32, 0, 1, packed.data());
+    float row[32];
+    unpack_row(PackedMatrix{staticlm::WeightType::q8, 1, 32, packed.data(), packed.size()}, 0, 1.0f, row);
+    CHECK(row[0] == -127.0f);
+    CHECK_THROWS_AS(pack_q8_quants(q, &s, 1, 40, 0, 1, packed.data()), staticlm::Error);
 }

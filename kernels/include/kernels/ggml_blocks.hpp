@@ -69,6 +69,13 @@ const char* ggml_type_name(GgmlType t);  // "?" for unknown ids
 // before the subtraction, never fused.
 bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n);
 
+// The symmetric 32-element types (Q4_0, Q5_0, Q8_0) as int8 quants q[n] and
+// one IEEE-half scale per 32 elements (scales[n / 32], the block's d), so that
+// dequantize_ggml gives exactly float(q[i]) * half(scales[i / 32]): staticlm's
+// q8 format holds them without rounding. Returns false, writing nothing, for
+// other types.
+bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scales, int64_t n);
+
 // ----------------------------------------------------------------- blocks
 // Every field is little-endian; "half" is an IEEE binary16 bit pattern.
 // Packed (alignment 1): GGUF only aligns tensor starts, and a file may choose
