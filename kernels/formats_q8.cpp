@@ -72,8 +72,13 @@ void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n
             std::memset(block + detail::kQ8ScaleOffset, 0, 2 * kPanelRows);
             for (int r = 0; r < rows; ++r) {
                 const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
-                for (int j = 0; j < kQ8Group; ++j)
-                    block[(j / 4) * 64 + r * 4 + (j % 4)] = uint8_t(std::max<int>(src[j], -127) + 128);
+                // w + 128 is the sign bit flipped; -128 (0 after the flip) becomes -127.
+                uint8_t u[kQ8Group];
+                for (int j = 0; j < kQ8Group; ++j) {
+                    const uint8_t b = uint8_t(uint8_t(src[j]) ^ 0x80u);
+                    u[j] = uint8_t(b | uint8_t(b == 0));
+                }
+                for (int c = 0; c < kQ8Group / 4; ++c) std::memcpy(block + c * 64 + r * 4, u + 4 * c, 4);
                 std::memcpy(block + detail::kQ8ScaleOffset + 2 * r,
                             scales + size_t(p0 - n0 + r) * size_t(groups) + size_t(g), 2);
             }

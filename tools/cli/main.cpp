@@ -139,6 +139,7 @@ int cmd_info(const Args& a) {
     if (c.per_layer_dim) std::printf("per-layer    %d\n", c.per_layer_dim);
     std::printf("weights      %s, %.1f MiB\n", weight_type_name(model_weight_type(*model)),
                 model_weight_bytes(*model) / 1048576.0);
+    std::printf("load         %.3f s\n", model_load_seconds(*model));
     std::printf("kv cache     %s, max_seq %d, %.1f MiB (%.1f KiB per token)\n",
                 kv_type_name(so.kv), so.max_seq, session.cache_bytes() / 1048576.0,
                 session.cache_bytes_per_token() / 1024.0);
