@@ -442,13 +442,18 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
 
     // --- GGUF files (built by tests/model/gguf_writer.hpp from a valid tiny llama) ---
     {
-        // What loading a GGUF file checks today: the file, the model facts, the
-        // vocabulary, and every tensor's decoding.
+        // The file, the model facts, the vocabulary, every tensor's decoding,
+        // then Model::load (the family's metadata, the weight plan, conversion).
         const auto open_gguf = [](const fs::path& p) {
-            const GgufFile f(p);
-            read_gguf_model_info(f);
-            load_gguf_tokenizer(f);
-            for (const GgufTensor& t : f.tensors()) gguf_read_f32(t);
+            {
+                const GgufFile f(p);
+                read_gguf_model_info(f);
+                load_gguf_tokenizer(f);
+                for (const GgufTensor& t : f.tensors()) gguf_read_f32(t);
+            }
+            LoadOptions lo;
+            lo.threads = 2;
+            Model::load(p, lo);
         };
         using W = GgufWriter;
         const auto gguf = [&](const std::string& name, const std::string& bytes) {
@@ -591,6 +596,30 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
                  tiny_gguf_model("llama", 32, {"tokenizer.ggml.bos_token_id"}).kv_u32("tokenizer.ggml.bos_token_id", 1000).bytes());
         load_row("gguf unsupported tokenizer model", ErrorKind::unsupported, {"tokenizer.ggml.model \"bert\""},
                  "g_bert.gguf", tiny_gguf_model("llama", 32, {"tokenizer.ggml.model"}).kv_string("tokenizer.ggml.model", "bert").bytes());
+        // What Model::load adds: the family's keys, RoPE data and weight values.
+        load_row("gguf partial rotary embedding", ErrorKind::unsupported,
+                 {"key 'llama.rope.dimension_count'", "= 2: partial rotary"}, "g_rotary.gguf",
+                 tiny_gguf_model().kv_u32("llama.rope.dimension_count", 2).bytes());
+        load_row("gguf unsupported rope scaling", ErrorKind::unsupported,
+                 {"key 'llama.rope.scaling.type'", "'yarn' is not supported"}, "g_yarn.gguf",
+                 tiny_gguf_model().kv_string("llama.rope.scaling.type", "yarn").bytes());
+        load_row("gguf rope_freqs divisor 0", ErrorKind::format,
+                 {"index 1 of tensor 'rope_freqs.weight'", "not a positive frequency divisor"}, "g_ropef.gguf",
+                 tiny_gguf_model().tensor("rope_freqs.weight", {2}, W::T_F32, W::f32_data({1.0f, 0.0f})).bytes());
+        load_row("gguf gemma3 without a sliding window", ErrorKind::model,
+                 {"missing key 'gemma3.attention.sliding_window'"}, "g_swa.gguf", tiny_gguf_model("gemma3").bytes());
+        load_row("gguf gemma3 rope scaling factor 0.5", ErrorKind::format,
+                 {"key 'gemma3.rope.scaling.factor'", "outside [1"}, "g_g3f.gguf",
+                 tiny_gguf_model("gemma3").kv_u32("gemma3.attention.sliding_window", 4)
+                     .kv_string("gemma3.rope.scaling.type", "linear").kv_f32("gemma3.rope.scaling.factor", 0.5f).bytes());
+        {
+            std::vector<float> v(16 * 32, 0.5f);
+            v[16 * 3 + 5] = std::numeric_limits<float>::infinity();
+            load_row("gguf non-finite weight", ErrorKind::model,
+                     {"non-finite value", "flat index 53", "tensor 'token_embd.weight'"}, "g_inf.gguf",
+                     tiny_gguf_model("llama", 32, {"token_embd.weight"})
+                         .tensor("token_embd.weight", {16, 32}, W::T_F32, W::f32_data(v)).bytes());
+        }
         load_row("gguf gpt2 merge of unknown tokens", ErrorKind::format,
                  {"tokenizer.ggml.merges[0] (zz + qq)", "missing from tokenizer.ggml.tokens"}, "g_merge.gguf",
                  tiny_gguf_model("llama", 32, {"tokenizer.ggml.model"})
