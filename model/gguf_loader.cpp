@@ -104,14 +104,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const auto t_start = std::chrono::steady_clock::now();
     const GgufFile f(path);
     const FamilyDescriptor& family = gguf_family(f);
-    const GgufModelInfo info = read_gguf_model_info(f);
 
     auto model = std::make_shared<Model>();
     ModelConfig& c = model->config_;
-    c = family.parse_gguf(f, info);
+    c = family.parse_gguf(f);
     c.architecture = std::string(f.get_string("general.architecture"));
     c.family = std::string(family.name);
-    c.tie_embeddings = info.tied;
+    c.tie_embeddings = !f.find_tensor("output.weight");
     for (size_t il = 0; il < c.layers.size(); ++il)
         for (float x : c.layers[il].inv_freq)
             if (!std::isfinite(x) || x < 0)

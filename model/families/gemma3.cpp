@@ -150,7 +150,8 @@ ModelConfig parse_gemma3(const ConfigReader& r, const ConfigReader&) {
 // scale is 1/sqrt(key_length) (query_pre_attn_scalar = head_dim), except for
 // the 62-layer 27B (1/sqrt(hidden / heads)). Norm weights are stored as
 // 1 + w, so they are used as they are.
-ModelConfig parse_gguf_gemma3(const GgufFile& f, const GgufModelInfo& info) {
+ModelConfig parse_gguf_gemma3(const GgufFile& f) {
+    const GgufModelInfo info = read_gguf_model_info(f);
     ModelConfig c = gguf_base_config(f, info);
     c.activation = Activation::gelu_tanh;
     c.norm_weight_offset = 0.0f;

@@ -100,7 +100,8 @@ ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) {
 // llama.cpp's llama architecture: rope.dimension_count must be the head size;
 // Llama 3 scaling arrives as rope_freqs.weight (per-frequency divisors, as
 // llama.cpp applies them), older linear scaling as rope.scaling.*.
-ModelConfig parse_gguf_llama(const GgufFile& f, const GgufModelInfo& info) {
+ModelConfig parse_gguf_llama(const GgufFile& f) {
+    const GgufModelInfo info = read_gguf_model_info(f);
     ModelConfig c = gguf_base_config(f, info);
     c.activation = Activation::silu;
     if (f.find("llama.rope.dimension_count") &&

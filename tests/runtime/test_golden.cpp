@@ -161,17 +161,19 @@ TEST_CASE("golden Gemma 3 fixtures match transformers") {
 // GGUF twins (tests/fixtures/gguf/, made by llama.cpp's converter from the
 // fixtures): the same reference as their safetensors twin, with the same
 // budgets; q/k rows of the Llama twins are un-interleaved at load, Gemma 3
-// norms are used as stored (1 + w).
+// norms are used as stored (1 + w); the Gemma 4 twins carry per-layer
+// arrays, per-layer inputs, KV sharing (e2b) and K = V full layers (keqv).
 TEST_CASE("golden GGUF twins match their safetensors twins' references") {
     const std::filesystem::path g = test::fixtures_dir() / "gguf";
     int n = 0;
-    for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "llama-tied", "gemma3-4b-like-causal"}) {
+    for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "llama-tied", "gemma3-4b-like-causal",
+                             "gemma4-e2b-like-causal", "gemma4-keqv-causal"}) {
         const bool gemma = std::string(name).rfind("gemma", 0) == 0;
         for (const Budget& b : gemma ? kGemmaBudgets : kBudgets)
             check_model(g / (std::string(name) + ".gguf"), test::fixtures_dir() / name / "reference.safetensors", b);
         ++n;
     }
-    CHECK(n == 4);
+    CHECK(n == 6);
 }
 
 // A Q8_0 twin: its weights were rounded to 8 bits by the converter, so even

@@ -20,8 +20,7 @@ namespace staticlm {
 namespace detail {
 struct ConfigReader;
 }
-class GgufFile;          // model/gguf.hpp
-struct GgufModelInfo;
+class GgufFile;  // model/gguf.hpp
 
 // Where a checkpoint keeps the decoder: the prefix of its tensors and the
 // name of the output head. Multimodal checkpoints differ: Gemma 4 saves
@@ -71,12 +70,12 @@ struct FamilyDescriptor {
     // architecture, family and tie_embeddings, which the caller sets.
     ModelConfig (*parse)(const detail::ConfigReader& decoder, const detail::ConfigReader& top);
     // GGUF metadata → ModelConfig (null: the family reads no GGUF files).
-    // `info` holds the keys every architecture shares, already checked
-    // (read_gguf_model_info). Fills everything but architecture, family and
-    // tie_embeddings. The norm vectors of a GGUF file are multipliers as
-    // stored, so norm_weight_offset stays 0 (llama.cpp's converter adds
-    // Gemma's 1).
-    ModelConfig (*parse_gguf)(const GgufFile& file, const GgufModelInfo& info);
+    // Families with uniform layers check the shared keys and every layer
+    // tensor with read_gguf_model_info and start from gguf_base_config. Fills
+    // everything but architecture, family and tie_embeddings. The norm
+    // vectors of a GGUF file are multipliers as stored, so norm_weight_offset
+    // stays 0 (llama.cpp's converter adds Gemma 3's 1).
+    ModelConfig (*parse_gguf)(const GgufFile& file);
     // llama.cpp's converter interleaved this family's q/k rows for its
     // adjacent-pair RoPE (gguf_llama_qk_row); the loader undoes it.
     bool gguf_qk_interleaved = false;
