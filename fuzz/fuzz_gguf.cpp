@@ -1,12 +1,15 @@
 // libFuzzer target: GGUF files (GgufFile), then everything that reads from an
 // accepted file: every tensor's first and last byte (a wrong range faults
 // here), the dequantization of small tensors, the summary, the model facts,
-// and the tokenizer, which encodes and decodes a fixed text. Input: a .gguf file.
+// the tokenizer, which encodes and decodes a fixed text, and Model::load of
+// the file (the families' GGUF metadata, the weight plan, conversion to q8).
+// Input: a .gguf file.
 #include <cstddef>
 #include <cstdint>
 
 #include "fuzz/fuzz_common.hpp"
 #include "model/gguf.hpp"
+#include "model/model.hpp"
 #include "staticlm/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,6 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         try {
             sink = sink + unsigned(staticlm::read_gguf_model_info(file).vocab);
+        } catch (const staticlm::Error&) {
+        }
+        try {
+            staticlm::LoadOptions lo;
+            lo.threads = 1;
+            lo.load_tokenizer = false;
+            sink = sink + unsigned(staticlm::Model::load(path, lo)->config().n_layers);
         } catch (const staticlm::Error&) {
         }
         auto tok = staticlm::load_gguf_tokenizer(file);

@@ -1,8 +1,10 @@
 // What a GGUF file says about its model, checked for consistency before any
 // weight is touched: the architecture's hyperparameter keys (bounded like
 // config.json values), the vocabulary size against token_embd, and the name
-// and shape of every tensor a layer needs. Model::load of .gguf files builds
-// on this once the family descriptors carry the GGUF names.
+// and shape of every tensor a layer needs (for the architectures with uniform
+// layers: llama, gemma3); and the ModelConfig fields those families' GGUF
+// forms share (gguf_base_config). Model::load of .gguf files:
+// model/gguf_loader.cpp.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>

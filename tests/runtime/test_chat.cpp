@@ -13,6 +13,8 @@
 #include "tokenizer/tokenizer.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
+#include "tests/model/gguf_writer.hpp"
+#include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
@@ -147,4 +149,17 @@ TEST_CASE("a chat template is data: a Gemma 3 template renders as apply_chat_tem
     CHECK(chat_format_by_name("plain") == ChatFormat::plain);
     CHECK(ChatFormat{} == ChatFormat::plain);
     test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma3, gemma4"});
+}
+
+TEST_CASE("the chat format of a GGUF file: tokenizer.chat_template, else plain") {
+    test::TempDir tmp;
+    const auto path = tmp.path / "chat.gguf";
+    test::write_file(path, test::tiny_gguf_model()
+                               .kv_string("tokenizer.chat_template",
+                                          "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m.role }}\n...")
+                               .bytes());
+    CHECK(detect_chat_format(path) == chat_format_by_name("gemma3"));
+    const auto base = tmp.path / "base.gguf";
+    test::write_file(base, test::tiny_gguf_model().bytes());
+    CHECK(detect_chat_format(base) == ChatFormat::plain);
 }
