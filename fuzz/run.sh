@@ -36,6 +36,7 @@ run_one() {
     case $name in
         config|tokenizer_json|safetensors|json) max_len=1048576 ;;
         sentencepiece) max_len=262144 ;;
+        gguf) max_len=32768 ;;  # the tiny model seeds are 20 KB
     esac
     nice -n ${FUZZ_NICE:-15} "$build/fuzz/$t" -runs="$runs" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$out/$t/" -print_final_stats=1 "${extra[@]}" \

@@ -144,9 +144,6 @@ CheckpointConfig read_checkpoint_config(const std::filesystem::path& dir) {
             throw Error(ErrorKind::io, dir.string() + ": is a file; give the model directory that holds it (" +
                                            (dir.has_parent_path() ? dir.parent_path().string() : std::string(".")) +
                                            ", with config.json and the tokenizer files)");
-        if (ext == ".gguf")
-            throw Error(ErrorKind::unsupported, dir.string() + ": GGUF files are not supported by this build; give a "
-                                                "Hugging Face model directory (config.json, model.safetensors, tokenizer)");
         if (fs::exists(dir))
             throw Error(ErrorKind::io, dir.string() + ": not a model directory (give the directory that holds "
                                            "config.json and model.safetensors, or a llama2.c .bin file)");

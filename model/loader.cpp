@@ -167,6 +167,9 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
     const auto t_start = std::chrono::steady_clock::now();
     detail::check_threads(options.threads, "load options");
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
+    // A .gguf path that is not a directory is a GGUF file (the reader says what
+    // is wrong when it is missing or not a regular file).
+    if (dir.extension() == ".gguf" && !std::filesystem::is_directory(dir)) return detail::load_gguf(dir, options);
     auto model = std::make_shared<Model>();
     CheckpointConfig checkpoint = read_checkpoint_config(dir);
     model->config_ = std::move(checkpoint.config);

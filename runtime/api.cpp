@@ -1,5 +1,6 @@
 // The public model API (include/staticlm/model.hpp) over model/.
 #include "kernels/kernels.hpp"
+#include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "model/synthetic.hpp"
 #include "staticlm/model.hpp"
@@ -8,6 +9,14 @@ namespace staticlm {
 
 std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const LoadOptions& options) {
     return Model::load(dir, options);
+}
+
+std::string gguf_file_summary(const std::filesystem::path& file) { return gguf_summary(GgufFile(file)); }
+
+std::unique_ptr<Tokenizer> load_model_tokenizer(const std::filesystem::path& model, bool prefer_json) {
+    if (std::filesystem::is_regular_file(model) && model.extension() == ".gguf")
+        return load_gguf_tokenizer(GgufFile(model));
+    return load_tokenizer(model, prefer_json);
 }
 
 std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,

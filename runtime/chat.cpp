@@ -12,6 +12,7 @@
 #include "base/file.hpp"
 #include "base/json.hpp"
 #include "model/family.hpp"
+#include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/session.hpp"
@@ -101,7 +102,11 @@ ChatFormat chat_format_from_template(std::string_view text) {
 ChatFormat detect_chat_format(const std::filesystem::path& dir) {
     // Files as every reader opens them: inside the directory, regular, limited.
     std::string text;
-    if (const auto jinja = model_file(dir, "chat_template.jinja")) {
+    if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {
+        // tokenizer.chat_template (absent in base models: plain).
+        const GgufFile f(dir);
+        if (f.find("tokenizer.chat_template")) text = std::string(f.get_string("tokenizer.chat_template"));
+    } else if (const auto jinja = model_file(dir, "chat_template.jinja")) {
         text = File(*jinja).read_all(kMaxConfigFileBytes, "a chat template");
     } else if (const auto cfg = model_file(dir, "tokenizer_config.json")) {
         const nlohmann::json j =

@@ -16,8 +16,16 @@ namespace staticlm {
 
 class Model;
 
-// A Hugging Face directory (config.json, safetensors, tokenizer files).
+// A Hugging Face directory (config.json, safetensors, tokenizer files), a
+// GGUF file (*.gguf: llama and gemma3 architectures, converted at load to
+// options.weights, tokenizer from its metadata) or a llama2.c file (*.bin).
 std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const LoadOptions& options);
+// The metadata summary of a GGUF file (version, every key, arrays
+// abbreviated, a tensor-type histogram), for `staticlm info`.
+std::string gguf_file_summary(const std::filesystem::path& file);
+// The tokenizer of a model: load_tokenizer() for a directory, the
+// tokenizer.ggml.* metadata for a *.gguf file.
+std::unique_ptr<Tokenizer> load_model_tokenizer(const std::filesystem::path& model, bool prefer_json);
 // Deterministic random weights of a built-in shape (see synthetic_model_names()).
 std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
                                              uint64_t seed, int threads);

@@ -51,4 +51,32 @@ const FormatInfo formats::q8 = {
 
 size_t q8_act_row_bytes(int k) { return q8_act_layout(k).stride; }
 
+void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
+    packed_bytes(WeightType::q8, n, k);  // checks the shape
+    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
+        (n1 % kPanelRows != 0 && n1 != n))
+        throw Error(ErrorKind::input, "pack_q8_quants: k = " + std::to_string(k) + " or row range [" +
+                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                                          std::to_string(n) + " rows is not whole groups and panels");
+    const int groups = k / kQ8Group;
+    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+        auto* blocks = reinterpret_cast<Q8Block*>(dst + size_t(p0 / kPanelRows) * panel_size(k));
+        const int rows = std::min(kPanelRows, n1 - p0);
+        for (int g = 0; g < groups; ++g) {
+            Q8Block& b = blocks[g];
+            std::memset(b.q, 128, sizeof b.q);  // rows past n: weight 0, scale 0
+            std::memset(b.scale, 0, sizeof b.scale);
+            for (int r = 0; r < rows; ++r) {
+                const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
+                for (int j = 0; j < kQ8Group; ++j) {
+                    // Stored as w + 128 (the sign bit flipped); -128 becomes -127, the format's range.
+                    const uint8_t u = uint8_t(uint8_t(src[j]) ^ 0x80u);
+                    b.q[j / 4][r][j % 4] = uint8_t(u | uint8_t(u == 0));
+                }
+                std::memcpy(&b.scale[r], scales + size_t(p0 - n0 + r) * size_t(groups) + size_t(g), 2);
+            }
+        }
+    }
+}
+
 }  // namespace staticlm::kernels

@@ -81,15 +81,17 @@ void unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
     format_info(w.type).unpack_row(w, row, scale, out);
 }
 
-void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
-                  std::byte* dst) {
+namespace {
+
+// Packs rows [n0, n1) of W [n][k] from src, which holds rows from src_row0 on.
+void pack_rows(WeightType type, SrcType src_type, const void* src, int src_row0, int n, int k, int n0,
+               int n1, std::byte* dst, const char* who) {
     const FormatInfo& f = format_info(type);
     packed_bytes(type, n, k);  // checks the shape
     if (n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 || (n1 % kPanelRows != 0 && n1 != n))
-        throw Error(ErrorKind::input, std::string("pack_weights: ") + f.traits.name +
-                                          " row range [" + std::to_string(n0) + ", " +
-                                          std::to_string(n1) + ") of " + std::to_string(n) +
-                                          " rows is not panel-aligned (16 rows)");
+        throw Error(ErrorKind::input, std::string(who) + ": " + f.traits.name + " row range [" +
+                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                                          std::to_string(n) + " rows is not panel-aligned (16 rows)");
     if (k == 0) return;
     const size_t panel = f.panel_bytes(k);
     const size_t row_bytes = size_t(k) * (src_type == SrcType::f32 ? 4 : 2);
@@ -97,9 +99,21 @@ void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int
     const int p1 = int(detail::panels(n1));
     for (int p = n0 / kPanelRows; p < p1; ++p) {
         const int row0 = p * kPanelRows;
-        pack(src_type, static_cast<const std::byte*>(src) + size_t(row0) * row_bytes, size_t(k),
+        pack(src_type, static_cast<const std::byte*>(src) + size_t(row0 - src_row0) * row_bytes, size_t(k),
              std::min(kPanelRows, n - row0), k, dst + size_t(p) * panel);
     }
+}
+
+}  // namespace
+
+void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
+                  std::byte* dst) {
+    pack_rows(type, src_type, src, 0, n, k, n0, n1, dst, "pack_weights");
+}
+
+void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
+                      std::byte* dst) {
+    pack_rows(type, src_type, rows, n0, n, k, n0, n1, dst, "pack_weight_rows");
 }
 
 void matmul(const KernelTable& kt, const PackedMatrix& w, const float* x, size_t ldx, int m,

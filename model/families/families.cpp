@@ -8,12 +8,13 @@ namespace staticlm {
 
 // Defined in model/families/<name>.cpp.
 extern const FamilyDescriptor kLlamaFamily;
+extern const FamilyDescriptor kGemma3Family;
 extern const FamilyDescriptor kGemma4Family;
 
 namespace {
 
 // Matched in this order against config.json (the first form that fits wins).
-constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma4Family};
+constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma3Family, &kGemma4Family};
 
 }  // namespace
 
@@ -67,6 +68,37 @@ std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, co
         case WeightRole::ple_proj: return lp + "per_layer_projection.weight";
         case WeightRole::ple_post_norm: return lp + "post_per_layer_input_norm.weight";
         case WeightRole::layer_scalar: return lp + "layer_scalar";
+    }
+    return {};
+}
+
+std::string gguf_tensor_name(WeightRole role, int layer, const LayerConfig*, const TensorLayout&) {
+    // ffn_norm is the norm in front of the FFN with or without sandwich norms.
+    const std::string b = "blk." + std::to_string(layer) + ".";
+    switch (role) {
+        case WeightRole::embed: return "token_embd.weight";
+        case WeightRole::final_norm: return "output_norm.weight";
+        case WeightRole::lm_head: return "output.weight";
+        case WeightRole::embed_per_layer: return "per_layer_token_embd.weight";
+        case WeightRole::per_layer_model_proj: return "per_layer_model_proj.weight";
+        case WeightRole::per_layer_proj_norm: return "per_layer_proj_norm.weight";
+        case WeightRole::attn_norm: return b + "attn_norm.weight";
+        case WeightRole::q: return b + "attn_q.weight";
+        case WeightRole::k: return b + "attn_k.weight";
+        case WeightRole::v: return b + "attn_v.weight";
+        case WeightRole::o: return b + "attn_output.weight";
+        case WeightRole::q_norm: return b + "attn_q_norm.weight";
+        case WeightRole::k_norm: return b + "attn_k_norm.weight";
+        case WeightRole::post_attn_norm: return b + "post_attention_norm.weight";
+        case WeightRole::ffn_norm: return b + "ffn_norm.weight";
+        case WeightRole::post_ffn_norm: return b + "post_ffw_norm.weight";
+        case WeightRole::gate: return b + "ffn_gate.weight";
+        case WeightRole::up: return b + "ffn_up.weight";
+        case WeightRole::down: return b + "ffn_down.weight";
+        case WeightRole::ple_gate: return b + "inp_gate.weight";
+        case WeightRole::ple_proj: return b + "proj.weight";
+        case WeightRole::ple_post_norm: return b + "post_norm.weight";
+        case WeightRole::layer_scalar: return b + "layer_output_scale.weight";
     }
     return {};
 }

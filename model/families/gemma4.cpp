@@ -3,10 +3,12 @@
 // types, per-layer head dims and RoPE, KV sharing, double-wide MLP,
 // per-layer inputs, layer scalars; the Gemma 4 chat template.
 #include <cmath>
+#include <optional>
 
 #include "model/config.hpp"
 #include "model/config_reader.hpp"
 #include "model/family.hpp"
+#include "model/gguf.hpp"
 
 namespace staticlm {
 
@@ -197,6 +199,157 @@ ModelConfig parse_gemma4(const ConfigReader& r, const ConfigReader&) {
     return c;
 }
 
+// llama.cpp's gemma4 architecture: per-layer arrays (head_count_kv and
+// feed_forward_length may be arrays, attention.sliding_window_pattern is one
+// BOOL per layer, true = sliding), key_length / key_length_swa for full and
+// sliding heads, shared_kv_layers, per-layer inputs of
+// embedding_length_per_layer_input; full layers' proportional RoPE arrives as
+// rope_freqs.weight divisors (1e30 switches a frequency off). A full layer
+// without attn_v.weight reads V from K (attention_k_eq_v). Norms are stored
+// as they are (Gemma 4 multiplies by w).
+ModelConfig parse_gguf_gemma4(const GgufFile& f) {
+    using detail::kMaxDim, detail::kMaxHeads, detail::kMaxLayers, detail::kMaxVocab;
+    const std::string p = "gemma4.";
+    auto uint_key = [&](const std::string& key, uint64_t lo, uint64_t hi, std::optional<uint64_t> fallback = {}) {
+        if (!f.find(key) && fallback) return int(*fallback);
+        const uint64_t v = f.get_uint(key, hi);
+        if (v < lo)
+            throw Error(ErrorKind::format, f.key_where(key) + " = " + std::to_string(v) + " is below " + std::to_string(lo));
+        return int(v);
+    };
+    // A scalar for every layer, or an array of one value per layer.
+    auto per_layer = [&](const std::string& key, int n_layers, uint64_t lo, uint64_t hi, std::optional<uint64_t> fallback) {
+        const GgufValue* v = f.find(key);
+        if (!v || v->type != GgufType::array) return std::vector<int>(size_t(n_layers), uint_key(key, lo, hi, fallback));
+        std::vector<int64_t> a;
+        if (v->elem_type == GgufType::boolean)
+            for (uint64_t i = 0; i < v->count; ++i) a.push_back(int64_t(v->elems[i] != std::byte{0}));
+        else
+            a = f.get_int_array(key);
+        if (a.size() != size_t(n_layers))
+            throw Error(ErrorKind::format, f.key_where(key) + " has " + std::to_string(a.size()) + " entries for " +
+                                               std::to_string(n_layers) + " layers");
+        std::vector<int> out;
+        for (size_t il = 0; il < a.size(); ++il) {
+            if (a[il] < int64_t(lo) || uint64_t(a[il]) > hi)
+                throw Error(ErrorKind::format, f.key_where(key) + ": entry " + std::to_string(il) + " = " +
+                                                   std::to_string(a[il]) + " is out of range");
+            out.push_back(int(a[il]));
+        }
+        return out;
+    };
+    auto real = [&](const std::string& key, double fallback, double lo, double hi) {
+        const double v = f.find(key) ? f.get_float(key) : fallback;
+        if (!(v >= lo && v <= hi))
+            throw Error(ErrorKind::format, f.key_where(key) + " = " + std::to_string(v) + " is out of range");
+        return v;
+    };
+
+    GgufModelInfo m;
+    m.architecture = "gemma4";
+    m.n_layers = uint_key(p + "block_count", 1, kMaxLayers);
+    m.hidden = uint_key(p + "embedding_length", 1, kMaxDim);
+    m.n_heads = uint_key(p + "attention.head_count", 1, kMaxHeads);
+    m.head_dim = uint_key(p + "attention.key_length", 2, kMaxDim);
+    m.n_kv_heads = m.n_heads;
+    m.ffn = 1;
+    m.rms_eps = real(p + "attention.layer_norm_rms_epsilon", -1, 1e-30, 0.999999);
+    m.context = f.find(p + "context_length") ? int64_t(f.get_uint(p + "context_length", uint64_t{1} << 31)) : 0;
+    m.rope_theta = real(p + "rope.freq_base", 1e6, 1.0, kFloatMax);
+    const GgufTensor& emb = f.tensor("token_embd.weight");
+    if (emb.n_dims != 2 || emb.ne[0] != m.hidden || emb.ne[1] < 1 || uint64_t(emb.ne[1]) > kMaxVocab)
+        throw Error(ErrorKind::model, "wrong shape of " + emb.where() + ": expected [" + std::to_string(m.hidden) +
+                                          ", vocab], got " + emb.shape_string());
+    m.vocab = int(emb.ne[1]);
+    if (f.find("tokenizer.ggml.tokens") && f.get_array_count("tokenizer.ggml.tokens") != uint64_t(m.vocab))
+        throw Error(ErrorKind::model, emb.where() + " has " + std::to_string(m.vocab) +
+                                          " rows but tokenizer.ggml.tokens has " +
+                                          std::to_string(f.get_array_count("tokenizer.ggml.tokens")) + " entries");
+    ModelConfig c = gguf_base_config(f, m);
+    const int L = c.n_layers;
+    c.activation = Activation::gelu_tanh;
+    c.embed_scale = std::sqrt(float(c.hidden));
+    c.final_softcap = float(real(p + "final_logit_softcapping", 0.0, 0.0, kFloatMax));
+
+    const std::vector<int> kv = per_layer(p + "attention.head_count_kv", L, 1, kMaxHeads, uint64_t(m.n_heads));
+    const std::vector<int> ffn = per_layer(p + "feed_forward_length", L, 1, kMaxDim, std::nullopt);
+    const std::vector<int> sliding = per_layer(p + "attention.sliding_window_pattern", L, 0, 1, std::nullopt);
+    const int hd_full = m.head_dim;
+    const int hd_swa = uint_key(p + "attention.key_length_swa", 2, kMaxDim, uint64_t(hd_full));
+    for (const auto& [key, want] : {std::pair{p + "attention.value_length", hd_full},
+                                    {p + "attention.value_length_swa", hd_swa},
+                                    {p + "rope.dimension_count", hd_full},
+                                    {p + "rope.dimension_count_swa", hd_swa}})
+        if (f.find(key) && f.get_uint(key, kMaxDim) != uint64_t(want))
+            throw Error(ErrorKind::unsupported, f.key_where(key) + " = " + std::to_string(f.get_uint(key)) +
+                                                    " differs from the head size " + std::to_string(want));
+    const int window = uint_key(p + "attention.sliding_window", 1, INT32_MAX);
+    const int n_shared = uint_key(p + "attention.shared_kv_layers", 0, uint64_t(L - 1), 0);
+    c.per_layer_dim = uint_key(p + "embedding_length_per_layer_input", 0, kMaxDim, 0);
+    if (int64_t(c.per_layer_dim) * L > INT32_MAX / 2)
+        throw Error(ErrorKind::format, f.key_where(p + "embedding_length_per_layer_input") + " x layers is too large");
+    if (c.per_layer_dim > 0) {
+        const GgufTensor& ple = f.tensor("per_layer_token_embd.weight");
+        if (ple.n_dims != 2 || ple.ne[1] < 1 || uint64_t(ple.ne[1]) > kMaxVocab)
+            throw Error(ErrorKind::model, "wrong shape of " + ple.where() + ": got " + ple.shape_string());
+        c.per_layer_vocab = int(ple.ne[1]);
+    }
+    const double theta_swa = real(p + "rope.freq_base_swa", 1e4, 1.0, kFloatMax);
+    std::vector<float> inv_full = rope_inv_freq_default(hd_full, m.rope_theta);
+    if (const GgufTensor* t = f.find_tensor("rope_freqs.weight")) {
+        if (t->n_dims != 1 || t->ne[0] != hd_full / 2)
+            throw Error(ErrorKind::model, "wrong shape of " + t->where() + ": expected [" +
+                                              std::to_string(hd_full / 2) + "], got " + t->shape_string());
+        const std::vector<float> div = gguf_read_f32(*t);
+        for (size_t i = 0; i < inv_full.size(); ++i) {
+            if (!(div[i] > 0) || !std::isfinite(div[i]))
+                throw Error(ErrorKind::format, "value " + std::to_string(div[i]) + " at index " + std::to_string(i) +
+                                                   " of " + t->where() + " is not a positive frequency divisor");
+            inv_full[i] /= div[i];
+        }
+    }
+    const std::vector<float> inv_swa = rope_inv_freq_default(hd_swa, theta_swa);
+
+    const int first_shared = L - n_shared;
+    for (int il = 0; il < L; ++il) {
+        LayerConfig& lc = c.layers[size_t(il)];
+        const bool s = sliding[size_t(il)] != 0;
+        const std::string where = "layer " + std::to_string(il) + " of " + f.path().string();
+        lc.attention = s ? AttentionType::sliding : AttentionType::full;
+        lc.head_dim = s ? hd_swa : hd_full;
+        lc.n_kv_heads = kv[size_t(il)];
+        if (m.n_heads % lc.n_kv_heads || int64_t(m.n_heads) * lc.head_dim > int64_t(kMaxDim))
+            throw Error(ErrorKind::format, where + ": " + std::to_string(m.n_heads) + " heads of " +
+                                               std::to_string(lc.head_dim) + " with " +
+                                               std::to_string(lc.n_kv_heads) + " KV heads");
+        if (lc.head_dim % 2) throw Error(ErrorKind::format, where + ": odd head size " + std::to_string(lc.head_dim));
+        lc.window = s ? window : 0;
+        lc.ffn_dim = ffn[size_t(il)];
+        lc.attn_scale = 1.0f;
+        lc.inv_freq = s ? inv_swa : inv_full;
+        lc.qk_norm = true;
+        lc.v_norm = true;
+        lc.sandwich_norms = true;
+        lc.layer_scalar = true;
+        lc.kv_source = il;
+        if (il >= first_shared) {
+            // The last non-shared layer of the same type (as transformers).
+            lc.kv_source = -1;
+            for (int src = first_shared - 1; src >= 0 && lc.kv_source < 0; --src)
+                if ((sliding[size_t(src)] != 0) == s) lc.kv_source = src;
+            if (lc.kv_source < 0)
+                throw Error(ErrorKind::format, f.key_where(p + "attention.shared_kv_layers") +
+                                                   " leaves no layer of the same type for " + where);
+            const LayerConfig& src = c.layers[size_t(lc.kv_source)];
+            if (src.head_dim != lc.head_dim || src.n_kv_heads != lc.n_kv_heads)
+                throw Error(ErrorKind::format, where + " shares K/V with layer " + std::to_string(lc.kv_source) +
+                                                   " of a different head shape");
+        }
+        lc.k_eq_v = !s && lc.kv_source == il && !f.find_tensor("blk." + std::to_string(il) + ".attn_v.weight");
+    }
+    return c;
+}
+
 constexpr ConfigForm kForms[] = {
     {.architecture = "Gemma4ForConditionalGeneration", .model_type = "gemma4", .nested = true, .tie_default = true},
     {.architecture = "Gemma4ForCausalLM", .model_type = "gemma4_text", .nested = false, .tie_default = true},
@@ -236,7 +389,7 @@ const FamilyDescriptor kGemma4Family{
     .forms = kForms,
     .gguf_architectures = kGguf,
     .parse = parse_gemma4,
-    .parse_gguf = nullptr,
+    .parse_gguf = parse_gguf_gemma4,
     .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,
     .ignored = kIgnored,

@@ -6,6 +6,7 @@
 #include "model/config.hpp"
 #include "model/config_reader.hpp"
 #include "model/family.hpp"
+#include "model/gguf.hpp"
 
 namespace staticlm {
 
@@ -96,6 +97,46 @@ ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) {
     return c;
 }
 
+// llama.cpp's llama architecture: rope.dimension_count must be the head size;
+// Llama 3 scaling arrives as rope_freqs.weight (per-frequency divisors, as
+// llama.cpp applies them), older linear scaling as rope.scaling.*.
+ModelConfig parse_gguf_llama(const GgufFile& f) {
+    const GgufModelInfo info = read_gguf_model_info(f);
+    ModelConfig c = gguf_base_config(f, info);
+    c.activation = Activation::silu;
+    if (f.find("llama.rope.dimension_count") &&
+        f.get_uint("llama.rope.dimension_count", uint64_t(INT32_MAX)) != uint64_t(info.head_dim))
+        throw Error(ErrorKind::unsupported, f.key_where("llama.rope.dimension_count") + " = " +
+                                                std::to_string(f.get_uint("llama.rope.dimension_count")) +
+                                                ": partial rotary embeddings are not supported (head size " +
+                                                std::to_string(info.head_dim) + ")");
+    std::vector<float> inv = rope_inv_freq_default(info.head_dim, info.rope_theta);
+    if (f.find("llama.rope.scaling.type")) {
+        const std::string_view type = f.get_string("llama.rope.scaling.type");
+        if (type == "linear") {
+            const double factor = f.get_float("llama.rope.scaling.factor");
+            if (!(factor >= 1 && factor <= double(kFloatMax)))
+                throw Error(ErrorKind::format, f.key_where("llama.rope.scaling.factor") + " = " +
+                                                   std::to_string(factor) + " is outside [1, FLT_MAX]");
+            for (float& x : inv) x = float(x / factor);
+        } else if (type != "none" && type != "llama3") {  // llama3: rope_freqs.weight
+            throw Error(ErrorKind::unsupported, f.key_where("llama.rope.scaling.type") + " = '" + std::string(type) +
+                                                    "' is not supported (none, linear, llama3)");
+        }
+    }
+    if (const GgufTensor* t = f.find_tensor("rope_freqs.weight")) {
+        const std::vector<float> div = gguf_read_f32(*t);  // shape checked: head_dim / 2
+        for (size_t i = 0; i < inv.size(); ++i) {
+            if (!(div[i] > 0) || !std::isfinite(div[i]))
+                throw Error(ErrorKind::format, "value " + std::to_string(div[i]) + " at index " + std::to_string(i) +
+                                                   " of " + t->where() + " is not a positive frequency divisor");
+            inv[i] /= div[i];
+        }
+    }
+    for (LayerConfig& lc : c.layers) lc.inv_freq = inv;
+    return c;
+}
+
 constexpr ConfigForm kForms[] = {
     {.architecture = "LlamaForCausalLM", .model_type = "llama", .nested = false, .tie_default = false},
 };
@@ -127,7 +168,8 @@ const FamilyDescriptor kLlamaFamily{
     .forms = kForms,
     .gguf_architectures = kGguf,
     .parse = parse_llama,
-    .parse_gguf = nullptr,
+    .parse_gguf = parse_gguf_llama,
+    .gguf_qk_interleaved = true,
     .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,
     .ignored = {},

@@ -152,12 +152,19 @@ static void test_fixture(const char* src) {
     mp.progress = progress_cancel;
     CHECK_ERR(slm_model_load(fixture, &mp, &model), SLM_ERR_ABORTED, "cancelled");
     CHECK(model == NULL);
-    /* a file where a directory is expected, and a GGUF file */
+    /* a file where a directory is expected; a GGUF file that is missing, one
+     * with a tensor type staticlm does not read, and one that loads */
     CHECK_ERR(slm_model_load(path(src, "tests/fixtures/llama-tied/model.safetensors"), &mp, &model), SLM_ERR_IO,
               "give the model directory");
-    CHECK_ERR(slm_model_load("/nonexistent/model.gguf", &mp, &model), SLM_ERR_UNSUPPORTED, "GGUF");
+    CHECK_ERR(slm_model_load("/nonexistent/model.gguf", &mp, &model), SLM_ERR_IO, "/nonexistent/model.gguf");
+    CHECK_ERR(slm_model_load(path(src, "tests/fixtures/gguf/unsupported_type.gguf"), &mp, &model),
+              SLM_ERR_UNSUPPORTED, "unsupported_type.gguf");
 
     mp.progress = progress_ok;
+    CHECK(slm_model_load(path(src, "tests/fixtures/gguf/llama-tied.gguf"), &mp, &model) == SLM_OK);
+    CHECK(model != NULL && slm_model_vocab(model) > 0);
+    slm_model_free(model);
+    model = NULL;
     mp.log = log_fn;
     CHECK(slm_model_load(fixture, &mp, &model) == SLM_OK);
     if (!model) return;

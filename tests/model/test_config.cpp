@@ -153,6 +153,89 @@ TEST_CASE("config: Llama errors") {
                  {"c.json", "gpt2"});
 }
 
+namespace {
+
+const std::string kGemma3Base = R"("architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+  "hidden_size": 64, "num_hidden_layers": 7, "num_attention_heads": 4, "num_key_value_heads": 1,
+  "head_dim": 16, "intermediate_size": 96, "vocab_size": 300, "sliding_window": 8)";
+
+ModelConfig gemma3(const std::string& extra) {
+    return parse_model_config("{" + kGemma3Base + (extra.empty() ? "" : ", " + extra) + "}", "config.json");
+}
+
+}  // namespace
+
+TEST_CASE("config: Gemma 3 layer types, RoPE per layer type, scales and defaults") {
+    // Released form: sliding_window_pattern (default 6), rope_theta + rope_scaling
+    // for full layers, rope_local_base_freq for sliding ones.
+    const ModelConfig c = gemma3(R"("rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "query_pre_attn_scalar": 64, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0)");
+    CHECK(c.family == "gemma3");
+    CHECK(c.tie_embeddings);
+    CHECK(c.norm_weight_offset == 1.0f);
+    CHECK(c.activation == Activation::gelu_tanh);
+    CHECK(c.embed_scale == 8.0f);
+    CHECK(c.final_softcap == 0.0f);
+    CHECK(c.bos_id == 2);
+    CHECK(c.eos_ids == std::vector<int>{1});
+    for (int il = 0; il < 7; ++il) {
+        const LayerConfig& l = c.layers[size_t(il)];
+        const bool full = il == 5;
+        CHECK_MESSAGE((l.attention == AttentionType::full) == full, il);
+        CHECK(l.window == (full ? 0 : 8));
+        CHECK(l.qk_norm);
+        CHECK(l.sandwich_norms);
+        CHECK(l.attn_scale == doctest::Approx(0.125));
+        CHECK(l.kv_source == il);
+        // inv_freq[1] = theta^(-2/16), / 8 on full layers only.
+        const double want = full ? std::pow(1e6, -0.125) / 8 : std::pow(1e4, -0.125);
+        CHECK(l.inv_freq[1] == doctest::Approx(want).epsilon(1e-6));
+    }
+    // sliding_window_pattern 2, the older _sliding_window_pattern, and layer_types winning over both.
+    CHECK(gemma3(R"("sliding_window_pattern": 2)").layers[1].attention == AttentionType::full);
+    CHECK(gemma3(R"("sliding_window_pattern": 2)").layers[2].attention == AttentionType::sliding);
+    CHECK(gemma3(R"("_sliding_window_pattern": 3)").layers[2].attention == AttentionType::full);
+    const ModelConfig t = gemma3(R"("_sliding_window_pattern": 3, "layer_types": ["full_attention",
+        "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+        "full_attention"])");
+    CHECK(t.layers[0].attention == AttentionType::full);
+    CHECK(t.layers[2].attention == AttentionType::sliding);
+    // transformers 5 rope_parameters per layer type; a final softcap.
+    const ModelConfig r = gemma3(R"("final_logit_softcapping": 3.0, "rope_parameters": {
+        "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 500000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+    CHECK(r.final_softcap == 3.0f);
+    CHECK(r.layers[5].inv_freq[1] == doctest::Approx(std::pow(5e5, -0.125) / 4).epsilon(1e-6));
+    CHECK(r.layers[0].inv_freq[1] == doctest::Approx(std::pow(1e4, -0.125)).epsilon(1e-6));
+    // attn_logit_softcapping is not read by transformers' Gemma 3 either.
+    CHECK_NOTHROW(gemma3(R"("attn_logit_softcapping": 50.0)"));
+    // The multimodal form: text_config, tie from the top level.
+    const ModelConfig m = parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3", "tie_word_embeddings": false, "text_config": {)" + kGemma3Base + "}}", "c.json");
+    CHECK(m.family == "gemma3");
+    CHECK_FALSE(m.tie_embeddings);
+    CHECK(m.layers.size() == 7);
+}
+
+TEST_CASE("config: Gemma 3 errors") {
+    expect_error([] { gemma3(R"("hidden_activation": "gelu")"); }, ErrorKind::unsupported,
+                 {"config.json", "hidden_activation", "'gelu'"});
+    expect_error([] { gemma3(R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"); }, ErrorKind::unsupported,
+                 {"config.json", "rope type 'yarn'"});
+    expect_error([] { gemma3(R"("rope_scaling": {"rope_type": "linear", "factor": 0.5})"); }, ErrorKind::format,
+                 {"config.json", "factor"});
+    expect_error([] { gemma3(R"("layer_types": ["full_attention"])"); }, ErrorKind::format,
+                 {"config.json", "layer_types"});
+    expect_error([] { gemma3(R"("layer_types": ["full_attention", "x", "full_attention", "full_attention",
+        "full_attention", "full_attention", "full_attention"])"); }, ErrorKind::unsupported, {"layer_types", "[1]"});
+    expect_error([] { gemma3(R"("num_key_value_heads": 3)"); }, ErrorKind::format, {"num_key_value_heads"});
+    expect_error([] { gemma3(R"("query_pre_attn_scalar": 0)"); }, ErrorKind::format, {"query_pre_attn_scalar"});
+    expect_error([] { gemma3(R"("use_bidirectional_attention": true)"); }, ErrorKind::unsupported,
+                 {"use_bidirectional_attention"});
+    expect_error([] { parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"]})", "c.json"); },
+                 ErrorKind::format, {"c.json", "text_config"});
+}
+
 TEST_CASE("config: Gemma-4-E2B layer map") {
     const ModelConfig c = builtin_config("gemma-4-e2b");
     CHECK(c.family == "gemma4");

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
+#include "model/gguf.hpp"
+#include "tests/model/gguf_writer.hpp"
 #include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -486,6 +489,193 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         row("llama2.c weights truncated", ErrorKind::format,
             {"cut.bin", "is " + std::to_string(bin.size() - 4) + " bytes, the header implies " + std::to_string(bin.size())},
             [=] { load(cut); });
+    }
+
+    // --- GGUF files (built by tests/model/gguf_writer.hpp from a valid tiny llama) ---
+    {
+        // The file, the model facts, the vocabulary, every tensor's decoding,
+        // then Model::load (the family's metadata, the weight plan, conversion).
+        const auto open_gguf = [](const fs::path& p) {
+            {
+                const GgufFile f(p);
+                read_gguf_model_info(f);
+                load_gguf_tokenizer(f);
+                for (const GgufTensor& t : f.tensors()) gguf_read_f32(t);
+            }
+            LoadOptions lo;
+            lo.threads = 2;
+            Model::load(p, lo);
+        };
+        using W = GgufWriter;
+        const auto gguf = [&](const std::string& name, const std::string& bytes) {
+            const fs::path p = dirs.tmp.path / name;
+            write_file(p, bytes);
+            return p;
+        };
+        const fs::path ok = gguf("ok.gguf", tiny_gguf_model().bytes());
+        open_gguf(ok);  // the base file is valid
+        const std::string ok_bytes = read_bytes(ok);
+        const auto with_kv = [&](const std::string& key, uint32_t type, const std::string& value) {
+            return tiny_gguf_model().kv_raw(key, type, value).bytes();
+        };
+        const auto with_tensor = [&](std::vector<uint64_t> ne, uint32_t type, const std::string& data,
+                                     std::optional<uint64_t> offset = std::nullopt) {
+            return tiny_gguf_model().tensor("extra.weight", std::move(ne), type, data, offset).bytes();
+        };
+        const auto load_row = [&](std::string what, ErrorKind kind, std::vector<std::string> needles,
+                                  const std::string& file, const std::string& bytes) {
+            const fs::path p = gguf(file, bytes);
+            needles.push_back(file);
+            row(std::move(what), kind, std::move(needles), [=] { open_gguf(p); });
+        };
+        load_row("gguf truncated header", ErrorKind::format, {"truncated: 10 bytes", "24-byte GGUF header"},
+                 "g_short.gguf", ok_bytes.substr(0, 10));
+        load_row("gguf bad magic", ErrorKind::format, {"not a GGUF file"}, "g_magic.gguf",
+                 "GGUX" + ok_bytes.substr(4));
+        {
+            W w = tiny_gguf_model();
+            w.version = 1;
+            load_row("gguf version 1", ErrorKind::unsupported, {"GGUF version 1"}, "g_v1.gguf", w.bytes());
+            w.version = 0x03000000;
+            load_row("gguf big-endian", ErrorKind::unsupported, {"big-endian"}, "g_be.gguf", w.bytes());
+        }
+        load_row("gguf truncated in the metadata", ErrorKind::format, {"runs past the end of the file"},
+                 "g_cut.gguf", ok_bytes.substr(0, 300));
+        load_row("gguf truncated in the tensor data", ErrorKind::format,
+                 {"tensor 'blk.1.ffn_down.weight'", "past the end of the file"}, "g_cut_data.gguf",
+                 ok_bytes.substr(0, ok_bytes.size() - 8));
+        load_row("gguf string length past EOF", ErrorKind::format,
+                 {"key 'general.url'", "string value of length 1099511627776", "past the end of the file"},
+                 "g_str.gguf", with_kv("general.url", W::STRING, W::pod<uint64_t>(uint64_t{1} << 40) + "http"));
+        load_row("gguf array of 2^40 elements", ErrorKind::format,
+                 {"key 'big'", "array of UINT32 of 1099511627776 elements", "past the end of the file"},
+                 "g_arr.gguf", with_kv("big", W::ARRAY, W::pod<uint32_t>(W::U32) + W::pod<uint64_t>(uint64_t{1} << 40)));
+        load_row("gguf string array of 2^61 elements", ErrorKind::format,
+                 {"key 'strs'", "array of STRING of 2305843009213693952 elements"}, "g_sarr.gguf",
+                 with_kv("strs", W::ARRAY, W::pod<uint32_t>(W::STRING) + W::pod<uint64_t>(uint64_t{1} << 61)));
+        load_row("gguf unknown value type", ErrorKind::format, {"key 'weird'", "unknown value type 13"},
+                 "g_type.gguf", with_kv("weird", 13, ""));
+        load_row("gguf unknown array element type", ErrorKind::format, {"key 'weird'", "unknown value type 99"},
+                 "g_etype.gguf", with_kv("weird", W::ARRAY, W::pod<uint32_t>(99) + W::pod<uint64_t>(0)));
+        {
+            std::string deep = W::array(W::U8, 0, "");
+            for (int d = 0; d < 8; ++d) deep = W::array(W::ARRAY, 1, deep);  // 9 levels
+            load_row("gguf nested arrays 9 deep", ErrorKind::format, {"key 'deep'", "nested deeper than 8"},
+                     "g_deep.gguf", with_kv("deep", W::ARRAY, deep));
+        }
+        load_row("gguf BOOL value 2", ErrorKind::format, {"key 'flag'", "BOOL value 2"}, "g_bool.gguf",
+                 with_kv("flag", W::BOOL, W::pod<uint8_t>(2)));
+        load_row("gguf duplicate key", ErrorKind::format, {"key 'llama.block_count'", "duplicate key"}, "g_dup.gguf",
+                 with_kv("llama.block_count", W::U32, W::pod<uint32_t>(2)));
+        load_row("gguf empty key", ErrorKind::format, {"metadata key #", "empty key"}, "g_ekey.gguf",
+                 with_kv("", W::U32, W::pod<uint32_t>(2)));
+        {
+            W w = tiny_gguf_model();
+            w.n_kv_override = uint64_t{1} << 60;
+            load_row("gguf key count 2^60", ErrorKind::format, {"metadata of 1152921504606846976 elements"},
+                     "g_nkv.gguf", w.bytes());
+        }
+        load_row("gguf alignment 3", ErrorKind::format, {"key 'general.alignment'", "3 is not a power of two"},
+                 "g_align.gguf", with_kv("general.alignment", W::U32, W::pod<uint32_t>(3)));
+        load_row("gguf tensor past EOF", ErrorKind::format, {"tensor 'extra.weight'", "past the end of the file"},
+                 "g_teof.gguf", with_tensor({8}, W::T_F32, std::string(32, '\0'), uint64_t{1} << 40));
+        load_row("gguf misaligned tensor offset", ErrorKind::format,
+                 {"tensor 'extra.weight'", "data offset 4 is not a multiple of the alignment 32"}, "g_mis.gguf",
+                 with_tensor({8}, W::T_F32, std::string(32, '\0'), 4));
+        load_row("gguf unknown tensor type", ErrorKind::format, {"tensor 'extra.weight'", "unknown tensor type 99"},
+                 "g_ttype.gguf", with_tensor({8}, 99, std::string(32, '\0')));
+        load_row("gguf dims product overflow", ErrorKind::format, {"tensor 'extra.weight'", "element count overflows"},
+                 "g_ovf.gguf", with_tensor({uint64_t{1} << 40, uint64_t{1} << 40}, W::T_F32, ""));
+        load_row("gguf zero row length with overflowing rows", ErrorKind::format,
+                 {"tensor 'extra.weight'", "[0, 4294967296, 4294967296]: element count overflows"}, "g_ovf0.gguf",
+                 with_tensor({0, uint64_t{1} << 32, uint64_t{1} << 32}, W::T_F32, ""));
+        load_row("gguf 5 dimensions", ErrorKind::format, {"tensor 'extra.weight'", "5 dimensions (1 to 4"},
+                 "g_dims.gguf", with_tensor({1, 1, 1, 1, 8}, W::T_F32, std::string(32, '\0')));
+        load_row("gguf row not a whole number of blocks", ErrorKind::format,
+                 {"tensor 'extra.weight'", "row length 31 is not a multiple of the Q8_0 block size 32"},
+                 "g_blk.gguf", with_tensor({31}, W::T_Q8_0, std::string(34, '\0')));
+        load_row("gguf overlapping tensors", ErrorKind::format, {"'extra.weight'", "overlapping data"},
+                 "g_overlap.gguf", with_tensor({8}, W::T_F32, std::string(32, '\0'), 0));
+        load_row("gguf duplicate tensor name", ErrorKind::format, {"tensor 'output_norm.weight'", "duplicate tensor name"},
+                 "g_dupt.gguf", tiny_gguf_model().tensor("output_norm.weight", {16}, W::T_F32, std::string(64, '\0')).bytes());
+        {
+            const fs::path p = dirs.tmp.path / "g_dir.gguf";
+            fs::create_directories(p);
+            row("gguf path is a directory", ErrorKind::io, {"g_dir.gguf", "not a regular file"}, [=] { open_gguf(p); });
+        }
+        {
+            const fs::path p = gguf("g_iq2.gguf", read_bytes(fixtures_dir() / "gguf" / "unsupported_type.gguf"));
+            row("gguf tensor of type IQ2_XXS", ErrorKind::unsupported,
+                {"unsupported tensor type IQ2_XXS", "tensor 'iq2_xxs'", "g_iq2.gguf"},
+                [=] { gguf_read_f32(GgufFile(p).tensor("iq2_xxs")); });
+        }
+        load_row("gguf missing required key", ErrorKind::model, {"missing key 'llama.block_count'"}, "g_nokey.gguf",
+                 tiny_gguf_model("llama", 32, {"llama.block_count"}).bytes());
+        load_row("gguf wrong-arch metadata", ErrorKind::model, {"missing key 'gemma3.block_count'"}, "g_arch.gguf",
+                 tiny_gguf_model("llama", 32, {"general.architecture"}).kv_string("general.architecture", "gemma3").bytes());
+        load_row("gguf unsupported architecture", ErrorKind::unsupported, {"architecture 'mamba' is not supported"},
+                 "g_mamba.gguf", tiny_gguf_model("mamba").bytes());
+        load_row("gguf key of the wrong type", ErrorKind::format,
+                 {"key 'llama.embedding_length' is STRING, expected an integer"}, "g_ktype.gguf",
+                 tiny_gguf_model("llama", 32, {"llama.embedding_length"}).kv_string("llama.embedding_length", "16").bytes());
+        load_row("gguf kv heads do not divide heads", ErrorKind::format, {"key 'llama.attention.head_count_kv'", "3 does not divide"},
+                 "g_kv.gguf", tiny_gguf_model("llama", 32, {"llama.attention.head_count_kv"}).kv_u32("llama.attention.head_count_kv", 3).bytes());
+        load_row("gguf vocab size vs embedding rows", ErrorKind::model,
+                 {"tensor 'token_embd.weight'", "32 rows but tokenizer.ggml.tokens has 33 entries"}, "g_vocab.gguf",
+                 tiny_gguf_model("llama", 32, {}, 33).bytes());
+        load_row("gguf missing layer tensor", ErrorKind::model, {"missing tensor 'blk.1.ffn_down.weight'", "[24, 16]"},
+                 "g_notensor.gguf", tiny_gguf_model("llama", 32, {"blk.1.ffn_down.weight"}).bytes());
+        load_row("gguf transposed layer tensor", ErrorKind::model,
+                 {"tensor 'blk.0.ffn_up.weight'", "expected [16, 24]", "got [24, 16]"}, "g_shape.gguf",
+                 tiny_gguf_model("llama", 32, {"blk.0.ffn_up.weight"})
+                     .tensor("blk.0.ffn_up.weight", {24, 16}, W::T_F32, std::string(24 * 16 * 4, '\0')).bytes());
+        load_row("gguf scores shorter than tokens", ErrorKind::format,
+                 {"tokenizer.ggml.scores has 31 entries, tokenizer.ggml.tokens 32"}, "g_scores.gguf",
+                 tiny_gguf_model("llama", 32, {"tokenizer.ggml.scores"}).kv_f32s("tokenizer.ggml.scores", std::vector<float>(31, -1.0f)).bytes());
+        {
+            std::vector<float> scores(32, -1.0f);
+            scores[4] = std::nanf("");
+            load_row("gguf NaN score", ErrorKind::format, {"tokenizer.ggml.scores[4] is not finite"}, "g_nan.gguf",
+                     tiny_gguf_model("llama", 32, {"tokenizer.ggml.scores"}).kv_f32s("tokenizer.ggml.scores", scores).bytes());
+            std::vector<int32_t> types(32, 1);
+            types[5] = 9;
+            load_row("gguf token type 9", ErrorKind::format, {"tokenizer.ggml.token_type[5] = 9"}, "g_ttype9.gguf",
+                     tiny_gguf_model("llama", 32, {"tokenizer.ggml.token_type"}).kv_i32s("tokenizer.ggml.token_type", types).bytes());
+        }
+        load_row("gguf BOS id outside the vocabulary", ErrorKind::format,
+                 {"tokenizer.ggml.bos_token_id = 1000 is outside the vocabulary [0, 32)"}, "g_bos.gguf",
+                 tiny_gguf_model("llama", 32, {"tokenizer.ggml.bos_token_id"}).kv_u32("tokenizer.ggml.bos_token_id", 1000).bytes());
+        load_row("gguf unsupported tokenizer model", ErrorKind::unsupported, {"tokenizer.ggml.model \"bert\""},
+                 "g_bert.gguf", tiny_gguf_model("llama", 32, {"tokenizer.ggml.model"}).kv_string("tokenizer.ggml.model", "bert").bytes());
+        // What Model::load adds: the family's keys, RoPE data and weight values.
+        load_row("gguf partial rotary embedding", ErrorKind::unsupported,
+                 {"key 'llama.rope.dimension_count'", "= 2: partial rotary"}, "g_rotary.gguf",
+                 tiny_gguf_model().kv_u32("llama.rope.dimension_count", 2).bytes());
+        load_row("gguf unsupported rope scaling", ErrorKind::unsupported,
+                 {"key 'llama.rope.scaling.type'", "'yarn' is not supported"}, "g_yarn.gguf",
+                 tiny_gguf_model().kv_string("llama.rope.scaling.type", "yarn").bytes());
+        load_row("gguf rope_freqs divisor 0", ErrorKind::format,
+                 {"index 1 of tensor 'rope_freqs.weight'", "not a positive frequency divisor"}, "g_ropef.gguf",
+                 tiny_gguf_model().tensor("rope_freqs.weight", {2}, W::T_F32, W::f32_data({1.0f, 0.0f})).bytes());
+        load_row("gguf gemma3 without a sliding window", ErrorKind::model,
+                 {"missing key 'gemma3.attention.sliding_window'"}, "g_swa.gguf", tiny_gguf_model("gemma3").bytes());
+        load_row("gguf gemma3 rope scaling factor 0.5", ErrorKind::format,
+                 {"key 'gemma3.rope.scaling.factor'", "outside [1"}, "g_g3f.gguf",
+                 tiny_gguf_model("gemma3").kv_u32("gemma3.attention.sliding_window", 4)
+                     .kv_string("gemma3.rope.scaling.type", "linear").kv_f32("gemma3.rope.scaling.factor", 0.5f).bytes());
+        {
+            std::vector<float> v(16 * 32, 0.5f);
+            v[16 * 3 + 5] = std::numeric_limits<float>::infinity();
+            load_row("gguf non-finite weight", ErrorKind::model,
+                     {"non-finite value", "flat index 53", "tensor 'token_embd.weight'"}, "g_inf.gguf",
+                     tiny_gguf_model("llama", 32, {"token_embd.weight"})
+                         .tensor("token_embd.weight", {16, 32}, W::T_F32, W::f32_data(v)).bytes());
+        }
+        load_row("gguf gpt2 merge of unknown tokens", ErrorKind::format,
+                 {"tokenizer.ggml.merges[0] (zz + qq)", "missing from tokenizer.ggml.tokens"}, "g_merge.gguf",
+                 tiny_gguf_model("llama", 32, {"tokenizer.ggml.model"})
+                     .kv_string("tokenizer.ggml.model", "gpt2").kv_string("tokenizer.ggml.pre", "llama-bpe")
+                     .kv_strings("tokenizer.ggml.merges", {"zz qq"}).bytes());
     }
 
     // --- tokenizers ---
@@ -1135,11 +1325,11 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         const fs::path file = kFixture / "model.safetensors";
         row("a safetensors file instead of its directory", ErrorKind::io,
             {"model.safetensors: is a file", "give the model directory"}, [=] { load(file); });
-        row("a GGUF file", ErrorKind::unsupported, {"x.gguf", "GGUF files are not supported"},
+        row("a GGUF file that does not exist", ErrorKind::io, {"x.gguf"},
             [&] { load(dirs.tmp.path / "x.gguf"); });
     }
 
-    CHECK(rows.size() >= 30);
+    CHECK(rows.size() >= 70);
     for (const Row& r : rows) {
         INFO("row: " << r.what);
         const std::vector<float> before(s.logits().begin(), s.logits().end());

@@ -13,6 +13,8 @@
 #include "tokenizer/tokenizer.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
+#include "tests/model/gguf_writer.hpp"
+#include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
@@ -138,8 +140,26 @@ TEST_CASE("a chat template is data: a Gemma 3 template renders as apply_chat_tem
           "<bos><start_of_turn>user\n Be brief. \n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
           "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
     CHECK(render_chat(f, {m[1]}, ChatOptions{}, true) == "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    // The Gemma 3 family's own template renders the same.
+    const ChatFormat family = chat_format_by_name("gemma3");
+    CHECK(render_chat(family, m, ChatOptions{}, true) == render_chat(f, m, ChatOptions{}, true));
+    CHECK(render_chat(family, {m[1]}, ChatOptions{}, true) == render_chat(f, {m[1]}, ChatOptions{}, true));
+    CHECK(chat_format_from_template("{{ '<start_of_turn>user\\n' }}") == family);
     CHECK(chat_format_by_name("gemma4") == ChatFormat::gemma4);
     CHECK(chat_format_by_name("plain") == ChatFormat::plain);
     CHECK(ChatFormat{} == ChatFormat::plain);
-    test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma4"});
+    test::expect_error([] { chat_format_by_name("chatml"); }, ErrorKind::config, {"chatml", "plain, llama3, gemma3, gemma4"});
+}
+
+TEST_CASE("the chat format of a GGUF file: tokenizer.chat_template, else plain") {
+    test::TempDir tmp;
+    const auto path = tmp.path / "chat.gguf";
+    test::write_file(path, test::tiny_gguf_model()
+                               .kv_string("tokenizer.chat_template",
+                                          "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m.role }}\n...")
+                               .bytes());
+    CHECK(detect_chat_format(path) == chat_format_by_name("gemma3"));
+    const auto base = tmp.path / "base.gguf";
+    test::write_file(base, test::tiny_gguf_model().bytes());
+    CHECK(detect_chat_format(base) == ChatFormat::plain);
 }

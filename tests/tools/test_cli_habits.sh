@@ -116,7 +116,7 @@ cmp -s "$tmp/out" "$tmp/greedy.txt" && ok || bad "--temp 1e-40 is not greedy: $(
 run "--model a .safetensors file" 1 -- "$bin" info -m "$M/model.safetensors"
 has "$tmp/err" "is a file; give the model directory that holds it ($M" "safetensors file message"
 run "--model x.gguf" 1 -- "$bin" info -m "$tmp/x.gguf"
-has "$tmp/err" "GGUF files are not supported" "gguf message"
+has "$tmp/err" "x.gguf: cannot open" "gguf message"
 
 # --- prompt files ---
 printf 'Once upon a time' >"$tmp/prompt.txt"

@@ -143,7 +143,7 @@ std::map<std::string, CommandSpec> make_specs() {
 }  // namespace
 
 std::vector<FlagSpec> model_flags() {
-    return {{"model", "m", "DIR", "model directory (config.json, *.safetensors, tokenizer files) or llama2.c .bin", ""}};
+    return {{"model", "m", "PATH", "model: a Hugging Face directory (config.json, *.safetensors, tokenizer files), a .gguf file or a llama2.c .bin", ""}};
 }
 
 std::vector<FlagSpec> load_flags() {

@@ -172,7 +172,7 @@ std::string read_stdin_text() { return read_text_input("-", "stdin", kMaxTextFil
 int cmd_tokenize(const Args& a) {
     // Only the tokenizer files are read: a directory with just tokenizer.json works.
     if (!a.has("model")) throw UsageError("-m/--model DIR is required");
-    const std::unique_ptr<Tokenizer> tok = load_tokenizer(a.str("model"), a.has("prefer-json"));
+    const std::unique_ptr<Tokenizer> tok = load_model_tokenizer(a.str("model"), a.has("prefer-json"));
     std::string text;
     if (a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "-")) {
         text = read_stdin_text();
@@ -190,6 +190,7 @@ int cmd_tokenize(const Args& a) {
 }
 
 int cmd_info(const Args& a) {
+    if (a.has("model") && a.str("model").ends_with(".gguf")) std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
     auto model = load_model_from_args(a);
     const ModelConfig& c = model_config(*model);
     const SessionOptions so = session_options_from_args(a, c);
@@ -212,6 +213,7 @@ int cmd_info(const Args& a) {
     std::printf("context      %d (max_position_embeddings)\n", c.max_position);
     std::printf("weights      %s, %.1f MiB\n", weight_type_name(model_weight_type(*model)),
                 model_weight_bytes(*model) / 1048576.0);
+    std::printf("load         %.3f s\n", model_load_seconds(*model));
     std::printf("kv cache     %s, max_seq %d, %.1f MiB (%.1f KiB per token)\n", kv_type_name(so.kv), so.max_seq,
                 session.cache_bytes() / 1048576.0, session.cache_bytes_per_token() / 1024.0);
     auto list = [](const std::vector<int>& v) {

@@ -77,6 +77,18 @@ int padded_k(WeightType type, int k);
 // are written as zeros by the call that owns their panel.
 void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k,
                   int n0, int n1, std::byte* dst);
+// The same for a source that holds only rows [n0, n1) (row n0 first, k
+// elements apart): for loaders that produce a matrix a chunk of rows at a
+// time (GGUF tensors dequantized into scratch).
+void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
+                      std::byte* dst);
+
+// q8 from quants that are already 8-bit with IEEE-half scales per group of 32
+// (GGUF Q8_0/Q5_0/Q4_0 blocks, kernels::ggml_to_q8_quants): rows [n0, n1)
+// given as q [n1 - n0][k] and scales [n1 - n0][k / 32]; k a multiple of 32.
+// Stored as given (no rounding); -128 becomes -127 (the format's range).
+// Same row-range rules as pack_weights.
+void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
 
 // Reads row `row` of a packed matrix back as floats (dequantized) — used for
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.

@@ -20,7 +20,7 @@ namespace staticlm {
 namespace detail {
 struct ConfigReader;
 }
-struct GgufMetadata;  // the key/values of a GGUF file (no reader yet)
+class GgufFile;  // model/gguf.hpp
 
 // Where a checkpoint keeps the decoder: the prefix of its tensors and the
 // name of the output head. Multimodal checkpoints differ: Gemma 4 saves
@@ -38,6 +38,10 @@ using TensorNameFn = std::string (*)(WeightRole role, int layer, const LayerConf
 // Hugging Face names of Llama-style decoders (Llama, Gemma 1-4):
 // <decoder>layers.N.self_attn.q_proj.weight, ..., and the layout's head.
 std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, const TensorLayout& layout);
+
+// GGUF names (llama.cpp's): token_embd.weight, blk.N.attn_q.weight, ... (the
+// layout is not used: GGUF files have one).
+std::string gguf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, const TensorLayout& layout);
 
 // One way config.json names a family.
 struct ConfigForm {
@@ -65,8 +69,16 @@ struct FamilyDescriptor {
     // or the top level), `top` the top level. Fills everything but
     // architecture, family and tie_embeddings, which the caller sets.
     ModelConfig (*parse)(const detail::ConfigReader& decoder, const detail::ConfigReader& top);
-    // GGUF metadata → ModelConfig; null until the GGUF reader exists.
-    ModelConfig (*parse_gguf)(const GgufMetadata& meta);
+    // GGUF metadata → ModelConfig (null: the family reads no GGUF files).
+    // Families with uniform layers check the shared keys and every layer
+    // tensor with read_gguf_model_info and start from gguf_base_config. Fills
+    // everything but architecture, family and tie_embeddings. The norm
+    // vectors of a GGUF file are multipliers as stored, so norm_weight_offset
+    // stays 0 (llama.cpp's converter adds Gemma 3's 1).
+    ModelConfig (*parse_gguf)(const GgufFile& file);
+    // llama.cpp's converter interleaved this family's q/k rows for its
+    // adjacent-pair RoPE (gguf_llama_qk_row); the loader undoes it.
+    bool gguf_qk_interleaved = false;
     // Where the decoder's tensors may be, tried in order: the first layout whose
     // embedding exists is used (the last when none is found).
     std::span<const TensorLayout> hf_layouts;

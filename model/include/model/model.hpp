@@ -19,7 +19,8 @@ namespace staticlm {
 
 class Model {
 public:
-    // Loads a Hugging Face directory (config.json, safetensors, tokenizer).
+    // Loads a Hugging Face directory (config.json, safetensors, tokenizer), a
+    // GGUF file (*.gguf) or a llama2.c file (*.bin).
     static std::shared_ptr<const Model> load(const std::filesystem::path& dir,
                                              const LoadOptions& options);
     // Deterministic random weights of the config's shapes (for benchmarks and

@@ -1,0 +1,446 @@
+// GGUF reader tests: metadata of every value type (nested arrays included),
+// tensor infos, dequantization bit-exact against gguf-py's numpy reference on
+// the committed test vectors (tests/fixtures/gguf/quant_blocks*), unsupported
+// types, and the real Gemma 3 270M file when it is installed.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+#include "model/gguf.hpp"
+#include "model/safetensors.hpp"
+#include "staticlm/error.hpp"
+#include "tests/model/gguf_writer.hpp"
+#include "tests/model/st_writer.hpp"
+#include "tests/support.hpp"
+
+using namespace staticlm;
+using namespace staticlm::test;
+namespace fs = std::filesystem;
+using kernels::GgmlType;
+
+namespace {
+
+const fs::path kGgufFixtures = fixtures_dir() / "gguf";
+
+fs::path write_gguf(const TempDir& dir, const std::string& name, const std::string& bytes) {
+    const fs::path p = dir.path / name;
+    write_file(p, bytes);
+    return p;
+}
+
+uint32_t bits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("gguf: every metadata value type, arrays nested, tensor infos") {
+    TempDir tmp;
+    GgufWriter w;
+    w.kv_string("general.architecture", "llama")
+        .kv_raw("u8", GgufWriter::U8, GgufWriter::pod<uint8_t>(200))
+        .kv_raw("i8", GgufWriter::I8, GgufWriter::pod<int8_t>(-100))
+        .kv_raw("u16", GgufWriter::U16, GgufWriter::pod<uint16_t>(60000))
+        .kv_raw("i16", GgufWriter::I16, GgufWriter::pod<int16_t>(-30000))
+        .kv_u32("u32", 4000000000u)
+        .kv_i32("i32", -2000000000)
+        .kv_u64("u64", uint64_t{1} << 40)
+        .kv_raw("i64", GgufWriter::I64, GgufWriter::pod<int64_t>(-(int64_t{1} << 40)))
+        .kv_f32("f32", 0.25f)
+        .kv_raw("f64", GgufWriter::F64, GgufWriter::pod<double>(1e300))
+        .kv_bool("bool", true)
+        .kv_string("empty", "")
+        .kv_strings("strings", {"a", "", "ccc"})
+        .kv_f32s("floats", {1.5f, -2.0f})
+        .kv_i32s("ints", {-1, 7});
+    // [[1, 2], [], [[3]]] as nested arrays of U8 / arrays
+    const std::string inner12 = GgufWriter::array(GgufWriter::U8, 2, "\x01\x02");
+    const std::string empty_u8 = GgufWriter::array(GgufWriter::U8, 0, "");
+    const std::string deep3 = GgufWriter::array(GgufWriter::ARRAY, 1, GgufWriter::array(GgufWriter::U8, 1, "\x03"));
+    w.kv_raw("nested", GgufWriter::ARRAY, GgufWriter::array(GgufWriter::ARRAY, 3, inner12 + empty_u8 + deep3));
+    const std::vector<float> v = {1, 2, 3, 4, 5, 6};
+    w.tensor("a", {3, 2}, GgufWriter::T_F32, GgufWriter::f32_data(v));
+    w.tensor("b", {2}, GgufWriter::T_F32, GgufWriter::f32_data({7, 8}));
+
+    for (uint32_t version : {2u, 3u}) {
+        w.version = version;
+        const GgufFile f(write_gguf(tmp, "all.gguf", w.bytes()));
+        CHECK(f.version() == version);
+        CHECK(f.alignment() == 32);
+        CHECK(f.kvs().size() == 17);
+        CHECK(f.get_string("general.architecture") == "llama");
+        CHECK(f.get_uint("u8") == 200);
+        CHECK(f.get_int("i8") == -100);
+        CHECK(f.get_uint("u16") == 60000);
+        CHECK(f.get_int("i16") == -30000);
+        CHECK(f.get_uint("u32") == 4000000000u);
+        CHECK(f.get_int("i32") == -2000000000);
+        CHECK(f.get_uint("u64") == uint64_t{1} << 40);
+        CHECK(f.get_int("i64") == -(int64_t{1} << 40));
+        CHECK(f.get_float("f32") == 0.25);
+        CHECK(f.get_float("f64") == 1e300);
+        CHECK(f.get_bool("bool"));
+        CHECK(f.get_string("empty").empty());
+        CHECK(f.get_string_array("strings") == std::vector<std::string_view>{"a", "", "ccc"});
+        CHECK(f.get_f32_array("floats") == std::vector<float>{1.5f, -2.0f});
+        CHECK(f.get_int_array("ints") == std::vector<int64_t>{-1, 7});
+        CHECK(f.get_array_count("nested") == 3);
+        CHECK(f.find("nested")->elem_type == GgufType::array);
+        CHECK(f.find("missing") == nullptr);
+        expect_error([&] { f.get_uint("i8"); }, ErrorKind::format, {"all.gguf", "key 'i8'", "-100 is negative"});
+        expect_error([&] { f.get_uint("u32", 1000); }, ErrorKind::format, {"key 'u32'", "larger than 1000"});
+        expect_error([&] { f.get_string("u32"); }, ErrorKind::format, {"key 'u32' is UINT32, expected STRING"});
+        expect_error([&] { f.get_f32_array("ints"); }, ErrorKind::format,
+                     {"key 'ints' is ARRAY of INT32, expected ARRAY of FLOAT32"});
+        expect_error([&] { f.get_uint("general.block_count"); }, ErrorKind::model,
+                     {"all.gguf", "missing key 'general.block_count'"});
+
+        REQUIRE(f.tensors().size() == 2);
+        const GgufTensor& a = f.tensor("a");
+        CHECK(a.n_dims == 2);
+        CHECK(a.ne[0] == 3);
+        CHECK(a.ne[1] == 2);
+        CHECK(a.n_rows() == 2);
+        CHECK(a.numel == 6);
+        CHECK(a.bytes == 24);
+        CHECK(a.shape_string() == "[3, 2]");
+        CHECK(reinterpret_cast<uintptr_t>(a.data) % 32 == 0);  // mmap base + aligned offsets
+        CHECK(gguf_read_f32(a) == v);
+        std::vector<float> row(3);
+        gguf_dequantize_rows(a, 1, 2, row.data());
+        CHECK(row == std::vector<float>{4, 5, 6});
+        CHECK(f.tensor("b").offset == 32);
+        CHECK(gguf_read_f32(f.tensor("b")) == std::vector<float>{7, 8});
+        expect_error([&] { f.tensor("c"); }, ErrorKind::model, {"missing tensor 'c'"});
+
+        const std::string summary = gguf_summary(f);
+        CHECK(summary.find("version " + std::to_string(version)) != std::string::npos);
+        CHECK(summary.find("\"strings\"") != std::string::npos);
+        CHECK(summary.find("ARRAY of STRING [3]") != std::string::npos);
+        CHECK(summary.find("tensors: 2, 8 elements, 32 bytes") != std::string::npos);
+    }
+}
+
+TEST_CASE("gguf: general.alignment places the data section and is checked on offsets") {
+    TempDir tmp;
+    GgufWriter w;
+    w.set_alignment(64);
+    w.tensor("x", {4}, GgufWriter::T_F32, GgufWriter::f32_data({1, 2, 3, 4}));
+    w.tensor("y", {4}, GgufWriter::T_F32, GgufWriter::f32_data({5, 6, 7, 8}));
+    const GgufFile f(write_gguf(tmp, "a64.gguf", w.bytes()));
+    CHECK(f.alignment() == 64);
+    CHECK(f.data_offset() % 64 == 0);
+    CHECK(f.tensor("y").offset == 64);
+    CHECK(gguf_read_f32(f.tensor("y")) == std::vector<float>{5, 6, 7, 8});
+
+    GgufWriter one;
+    one.set_alignment(1);
+    one.tensor("x", {2}, GgufWriter::T_F32, GgufWriter::f32_data({1, 2}));
+    one.tensor("q", {32}, GgufWriter::T_Q8_0, GgufWriter::pod<uint16_t>(0x3c00) + std::string(32, '\x02'), 8);
+    const GgufFile g(write_gguf(tmp, "a1.gguf", one.bytes()));
+    CHECK(reinterpret_cast<uintptr_t>(g.tensor("q").data) % 2 == 1);  // misaligned blocks read fine
+    CHECK(gguf_read_f32(g.tensor("q")) == std::vector<float>(32, 2.0f));
+}
+
+TEST_CASE("gguf: dequantization is bit-exact with gguf-py 0.19.0 on the committed test vectors") {
+    const fs::path gguf_path = kGgufFixtures / "quant_blocks.gguf";
+    const fs::path expected_path = kGgufFixtures / "quant_blocks_expected.safetensors";
+    REQUIRE(fs::is_regular_file(gguf_path));
+    const GgufFile f(gguf_path);
+    const SafetensorsFile expected(expected_path);
+    const std::vector<std::string> names = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
+                                            "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
+    CHECK(f.tensors().size() == names.size());
+    for (const std::string& name : names) {
+        INFO("tensor " << name);
+        const GgufTensor& t = f.tensor(name);
+        CHECK(std::string(kernels::ggml_type_name(t.type)) == [&] {
+            std::string up = name;
+            for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+            return up;
+        }());
+        CHECK(t.ne[0] == 512);
+        CHECK(t.ne[1] == 8);
+        const std::vector<float> want = read_f32(expected.at(name));
+        const std::vector<float> got = gguf_read_f32(t);
+        REQUIRE(got.size() == want.size());
+        size_t mismatches = 0, first = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+            if (bits(got[i]) != bits(want[i]) && mismatches++ == 0) first = i;
+        CHECK_MESSAGE(mismatches == 0, mismatches << " values differ, first at " << first << ": got "
+                                                  << got[first] << ", want " << want[first]);
+        // Row-range decoding equals the matching slice of the whole tensor.
+        std::vector<float> rows(size_t(3 * t.ne[0]));
+        gguf_dequantize_rows(t, 4, 7, rows.data());
+        CHECK(std::equal(rows.begin(), rows.end(), got.begin() + 4 * t.ne[0]));
+    }
+}
+
+TEST_CASE("gguf: types without a dequantizer are clear errors naming the tensor") {
+    const fs::path path = kGgufFixtures / "unsupported_type.gguf";
+    REQUIRE(fs::is_regular_file(path));
+    const GgufFile f(path);  // the file itself is valid
+    CHECK(gguf_read_f32(f.tensor("ok_f32")).size() == 64);
+    expect_error([&] { gguf_read_f32(f.tensor("iq2_xxs")); }, ErrorKind::unsupported,
+                 {"unsupported tensor type IQ2_XXS", "tensor 'iq2_xxs'", "unsupported_type.gguf"});
+    expect_error([&] { gguf_read_f32(f.tensor("tq1_0")); }, ErrorKind::unsupported,
+                 {"unsupported tensor type TQ1_0", "tensor 'tq1_0'"});
+    CHECK(gguf_summary(f).find("IQ2_XXS") != std::string::npos);
+}
+
+TEST_CASE("gguf: model facts of a tiny llama and gemma3 file") {
+    TempDir tmp;
+    for (const std::string arch : {"llama", "gemma3"}) {
+        const GgufFile f(write_gguf(tmp, arch + ".gguf", tiny_gguf_model(arch).bytes()));
+        const GgufModelInfo m = read_gguf_model_info(f);
+        CHECK(m.architecture == arch);
+        CHECK(m.n_layers == 2);
+        CHECK(m.hidden == 16);
+        CHECK(m.ffn == 24);
+        CHECK(m.n_heads == 4);
+        CHECK(m.n_kv_heads == 2);
+        CHECK(m.head_dim == 4);
+        CHECK(m.vocab == 32);
+        CHECK(m.tied);
+        CHECK(gguf_summary(f).find("model: " + arch + ", 2 layers, hidden 16") != std::string::npos);
+        auto tok = load_gguf_tokenizer(f);
+        CHECK(tok->vocab_size() == 32);
+        CHECK(tok->encode("abc", true) == std::vector<int>{1, 3, 4, 5});
+    }
+}
+
+TEST_CASE("gguf twins: model facts match the safetensors configs") {
+    const struct {
+        const char* file;
+        int layers, hidden, heads, kv_heads, head_dim, vocab;
+        bool tied;
+    } twins[] = {
+        {"llama-tied.gguf", 2, 64, 4, 4, 16, 256, true},
+        {"llama-tied.q8_0.gguf", 2, 64, 4, 4, 16, 256, true},
+        {"llama-gqa-llama3.gguf", 2, 72, 4, 2, 16, 320, false},
+        {"llama-mqa-3layer.gguf", 3, 80, 5, 1, 16, 384, false},
+        {"gemma3-4b-like-causal.gguf", 7, 48, 4, 2, 16, 288, true},
+    };
+    for (const auto& t : twins) {
+        INFO("twin " << t.file);
+        const GgufFile f(kGgufFixtures / t.file);
+        const GgufModelInfo m = read_gguf_model_info(f);
+        CHECK(m.n_layers == t.layers);
+        CHECK(m.hidden == t.hidden);
+        CHECK(m.n_heads == t.heads);
+        CHECK(m.n_kv_heads == t.kv_heads);
+        CHECK(m.head_dim == t.head_dim);
+        CHECK(m.vocab == t.vocab);
+        CHECK(m.tied == t.tied);
+        CHECK(load_gguf_tokenizer(f)->vocab_size() == t.vocab);
+    }
+    // Gemma 4 GGUFs read fine; their model mapping comes with the family descriptors.
+    const GgufFile g4(kGgufFixtures / "gemma4-keqv-causal.gguf");
+    expect_error([&] { read_gguf_model_info(g4); }, ErrorKind::unsupported, {"architecture 'gemma4'"});
+    CHECK(load_gguf_tokenizer(g4)->vocab_size() == 320);  // a "gemma4" vocabulary
+}
+
+TEST_CASE("gguf twins: every tensor equals its safetensors twin after the converter's changes") {
+    // conversions.json names the source of every GGUF tensor and what the
+    // converter did: "(plus_one)" Gemma 3 norms stored as 1 + w,
+    // "(permuted_q)"/"(permuted_k)" Llama q/k rows interleaved per head.
+    std::ifstream in(kGgufFixtures / "conversions.json");
+    REQUIRE(in);
+    const nlohmann::json conv = nlohmann::json::parse(in);
+    int n_files = 0;
+    for (auto it = conv.begin(); it != conv.end(); ++it) {
+        const nlohmann::json& c = it.value();
+        if (it.key().starts_with("_") || !c.value("committed", false)) continue;
+        INFO("twin " << it.key());
+        const GgufFile f(kGgufFixtures / (it.key() + ".gguf"));
+        const SafetensorsFile st(source_dir() / c.at("source").get<std::string>() / "model.safetensors");
+        const bool q8 = c.at("outtype") == "q8_0";
+        const auto& kv = c.at("kv");
+        const std::string arch = c.at("arch");
+        const int heads = kv.at(arch + ".attention.head_count").get<int>();
+        const int hidden = kv.at(arch + ".embedding_length").get<int>();
+        const int head_dim = kv.contains(arch + ".attention.key_length") ? kv.at(arch + ".attention.key_length").get<int>()
+                                                                         : hidden / heads;
+        size_t n_tensors = 0, mismatched = 0;
+        for (auto n = c.at("names").begin(); n != c.at("names").end(); ++n) {
+            std::string source = n.value().get<std::string>();
+            std::string change;
+            if (const size_t sp = source.find(" ("); sp != std::string::npos) {
+                change = source.substr(sp + 2, source.size() - sp - 3);
+                source.resize(sp);
+            }
+            const GgufTensor& t = f.tensor(n.key());
+            const std::vector<float> got = gguf_read_f32(t);
+            const std::vector<float> hf = read_f32(st.at(source));
+            REQUIRE(got.size() == hf.size());
+            std::vector<float> want(hf.size());
+            const int64_t k = t.ne[0];
+            for (int64_t row = 0; row < int64_t(hf.size()) / k; ++row) {
+                const int64_t to = change.starts_with("permuted") ? gguf_llama_qk_row(row, head_dim) : row;
+                for (int64_t col = 0; col < k; ++col) {
+                    const float x = hf[size_t(row * k + col)];
+                    want[size_t(to * k + col)] = change == "plus_one" ? x + 1.0f : x;
+                }
+            }
+            for (size_t i = 0; i < got.size(); ++i) {
+                // Q8_0: |error| <= half a step of the block's scale d = max|x| / 127,
+                // plus the f16 rounding of d (2^-11 relative) times |q| <= 127.
+                const bool ok = t.type == GgmlType::q8_0 ? std::fabs(got[i] - want[i]) <= 0.563f * [&] {
+                    float m = 0;
+                    const size_t b = i / 32 * 32;
+                    for (size_t e = b; e < b + 32; ++e) m = std::max(m, std::fabs(want[e]));
+                    return m / 127.0f;
+                }() + 1e-7f : bits(got[i]) == bits(want[i]);
+                mismatched += !ok;
+            }
+            ++n_tensors;
+        }
+        CHECK(mismatched == 0);
+        CHECK(n_tensors == c.at("names").size());
+        CHECK(q8 == (f.tensor("blk.0.attn_q.weight").type == GgmlType::q8_0));
+        ++n_files;
+    }
+    CHECK(n_files == 7);
+}
+
+TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {
+    const char* home = std::getenv("HOME");
+    fs::path path = std::getenv("STATICLM_GEMMA3_GGUF") ? fs::path(std::getenv("STATICLM_GEMMA3_GGUF"))
+                                                       : fs::path(home ? home : "/") / ".cache" / "staticlm" /
+                                                             "gemma-3-270m-q4_k_m.gguf";
+    if (!fs::is_regular_file(path)) {
+        MESSAGE("SKIPPED: " << path.string() << " is absent (bash tools/get_model.sh installs it)");
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const GgufFile f(path);
+    const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(f.version() == 3);
+    CHECK(f.kvs().size() == 33);
+    CHECK(f.tensors().size() == 236);
+    CHECK(f.data_offset() == 6525120);
+    CHECK(f.get_string("general.architecture") == "gemma3");
+    CHECK(f.get_uint("gemma3.block_count") == 18);
+    CHECK(f.get_array_count("tokenizer.ggml.tokens") == 262144);
+    const GgufModelInfo m = read_gguf_model_info(f);
+    CHECK(m.n_layers == 18);
+    CHECK(m.hidden == 640);
+    CHECK(m.ffn == 2048);
+    CHECK(m.n_heads == 4);
+    CHECK(m.n_kv_heads == 1);
+    CHECK(m.head_dim == 256);
+    CHECK(m.vocab == 262144);
+    CHECK(m.tied);
+    CHECK(m.rope_theta == 1e6);
+    MESSAGE(gguf_summary(f));
+    const GgufTensor& emb = f.tensor("token_embd.weight");
+    CHECK(emb.type == GgmlType::q8_0);
+    CHECK(emb.shape_string() == "[640, 262144]");
+    CHECK(emb.bytes == 178257920);
+    // Every tensor decodes to finite values.
+    std::vector<float> buf;
+    size_t non_finite = 0;
+    uint64_t elements = 0;
+    const auto t1 = std::chrono::steady_clock::now();
+    for (const GgufTensor& t : f.tensors()) {
+        const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, t.ne[0]));
+        buf.resize(size_t(chunk * t.ne[0]));
+        for (int64_t r = 0; r < t.n_rows(); r += chunk) {
+            const int64_t r1 = std::min(t.n_rows(), r + chunk);
+            gguf_dequantize_rows(t, r, r1, buf.data());
+            for (int64_t i = 0; i < (r1 - r) * t.ne[0]; ++i) non_finite += !std::isfinite(buf[size_t(i)]);
+        }
+        elements += t.numel;
+    }
+    const double deq_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    CHECK(non_finite == 0);
+    MESSAGE("gemma-3-270m: open " << open_s * 1e3 << " ms, dequantize " << elements << " elements in "
+                                  << deq_s * 1e3 << " ms (1 thread)");
+}
+
+TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weight packed as q8 (2 threads)") {
+    // What Model::load of a .gguf will do once the families carry GGUF names:
+    // the tokenizer is built on its own thread while the weights are
+    // dequantized row chunk by row chunk (in L2) and packed, in parallel.
+    const char* home = std::getenv("HOME");
+    const fs::path path = std::getenv("STATICLM_GEMMA3_GGUF") ? fs::path(std::getenv("STATICLM_GEMMA3_GGUF"))
+                                                             : fs::path(home ? home : "/") / ".cache" / "staticlm" /
+                                                                   "gemma-3-270m-q4_k_m.gguf";
+    if (!fs::is_regular_file(path)) {
+        MESSAGE("SKIPPED: " << path.string() << " is absent (bash tools/get_model.sh installs it)");
+        return;
+    }
+    using clock = std::chrono::steady_clock;
+    const auto ms = [](clock::time_point a, clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    const WeightType type = WeightType::q8;
+    const auto t0 = clock::now();
+    const GgufFile f(path);
+    const GgufModelInfo info = read_gguf_model_info(f);
+    const auto t1 = clock::now();
+    std::unique_ptr<Tokenizer> tok;
+    clock::time_point t_tok;
+    std::thread tokenizer_thread([&] {
+        tok = load_gguf_tokenizer(f);
+        t_tok = clock::now();
+    });
+    struct Matrix {
+        const GgufTensor* t;
+        size_t offset;
+    };
+    struct Task {
+        size_t matrix;
+        int n0, n1;
+    };
+    std::vector<Matrix> matrices;
+    std::vector<Task> tasks;
+    size_t total = 0;
+    for (const GgufTensor& t : f.tensors()) {
+        if (t.n_dims != 2) continue;
+        const int n = int(t.ne[1]), k = int(t.ne[0]);
+        matrices.push_back({&t, total});
+        total += (kernels::packed_bytes(type, n, k) + 63) / 64 * 64;
+        const int rows = std::max(kernels::kPanelRows, (16384 / k) / kernels::kPanelRows * kernels::kPanelRows);
+        for (int n0 = 0; n0 < n; n0 += rows) tasks.push_back({matrices.size() - 1, n0, std::min(n, n0 + rows)});
+    }
+    Buffer arena(total);
+    size_t non_finite = 0;
+#pragma omp parallel num_threads(2) reduction(+ : non_finite)
+    {
+        std::vector<float> scratch;
+#pragma omp for schedule(dynamic, 1)
+        for (long i = 0; i < long(tasks.size()); ++i) {
+            const Task& task = tasks[size_t(i)];
+            const GgufTensor& t = *matrices[task.matrix].t;
+            const int k = int(t.ne[0]), rows = task.n1 - task.n0;
+            scratch.resize(size_t(rows) * size_t(k));
+            gguf_dequantize_rows(t, task.n0, task.n1, scratch.data());
+            for (float x : scratch) non_finite += !std::isfinite(x);
+            // Panels are contiguous: rows [n0, n1) from a panel boundary pack as
+            // a matrix of their own at that panel's offset.
+            std::byte* dst = arena.data() + matrices[task.matrix].offset + kernels::packed_bytes(type, task.n0, k);
+            kernels::pack_weights(type, SrcType::f32, scratch.data(), rows, k, 0, rows, dst);
+        }
+    }
+    const auto t2 = clock::now();
+    tokenizer_thread.join();
+    const auto t3 = clock::now();
+    CHECK(non_finite == 0);
+    CHECK(tok->vocab_size() == info.vocab);
+    MESSAGE("gemma-3-270m load probe: open + facts " << ms(t0, t1) << " ms, " << tasks.size() << " chunks of "
+                                                     << matrices.size() << " matrices packed as q8 ("
+                                                     << total / 1e6 << " MB) by " << ms(t0, t2)
+                                                     << " ms, tokenizer ready at " << ms(t0, t_tok)
+                                                     << " ms, total " << ms(t0, t3) << " ms");
+}

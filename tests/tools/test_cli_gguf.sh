@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The CLI on GGUF files: `generate -m FILE.gguf -p ... -n N` prints text,
+# `info -m FILE.gguf` prints the metadata summary and the model, `tokenize`
+# reads the file's vocabulary, bad files fail with one line and exit 1. On the
+# committed twin tests/fixtures/gguf/llama-tied.gguf always, on the real
+# Gemma 3 270M (~/.cache/staticlm, tools/get_model.sh) when it is there.
+# usage: test_cli_gguf.sh STATICLM SOURCE_DIR
+set -u
+bin=$1
+src=$2
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check() {  # name, then a command that must succeed
+    local name=$1
+    shift
+    if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
+export OMP_WAIT_POLICY=passive
+
+twin=$src/tests/fixtures/gguf/llama-tied.gguf
+"$bin" generate -m "$twin" -p "ab" -n 8 --temp 0 --weights f32 >"$tmp/gen.txt" 2>"$tmp/gen_err.txt"
+check "twin: generate exit code" test $? -eq 0
+check "twin: generate printed text" test -s "$tmp/gen.txt"
+check "twin: timing line on stderr" grep -q "generated" "$tmp/gen_err.txt"
+"$bin" info -m "$twin" >"$tmp/info.txt" 2>&1
+check "twin: info exit code" test $? -eq 0
+check "twin: info prints the GGUF summary" grep -q "general.architecture" "$tmp/info.txt"
+check "twin: info prints the tensor types" grep -q "^tensors: 20" "$tmp/info.txt"
+check "twin: info prints the model" grep -q "^model        llama (llama)" "$tmp/info.txt"
+check "twin: tokenize" test -n "$("$bin" tokenize -m "$twin" "ab")"
+
+printf 'GGUF\003\000\000\000garbage' >"$tmp/bad.gguf"
+"$bin" generate -m "$tmp/bad.gguf" -p x >"$tmp/bad_out.txt" 2>"$tmp/bad_err.txt"
+check "bad file: exit 1" test $? -eq 1
+check "bad file: one error line naming the file" grep -q "^staticlm: error: .*bad.gguf" "$tmp/bad_err.txt"
+
+real=${STATICLM_GEMMA3_GGUF:-$HOME/.cache/staticlm/gemma-3-270m-q4_k_m.gguf}
+if [[ -f "$real" ]]; then
+    "$bin" generate -m "$real" -p "The capital of France is" -n 32 --temp 0 >"$tmp/g3.txt" 2>"$tmp/g3_err.txt"
+    check "gemma3-270m: generate exit code" test $? -eq 0
+    check "gemma3-270m: generate names the city" grep -q "France" "$tmp/g3.txt"
+    "$bin" info -m "$real" --max-seq 1024 >"$tmp/g3_info.txt" 2>&1
+    check "gemma3-270m: info summary" grep -q '"gemma3.block_count" *UINT32 *18' "$tmp/g3_info.txt"
+    check "gemma3-270m: info histogram" grep -q "^  Q4_K *27" "$tmp/g3_info.txt"
+    check "gemma3-270m: info model" grep -q "^sliding      15 layers" "$tmp/g3_info.txt"
+    check "gemma3-270m: tokenize" test "$("$bin" tokenize -m "$real" --add-special "Hello world")" = "2 9259 1902"
+else
+    echo "SKIPPED (gemma3-270m part): $real is absent; run tools/get_model.sh"
+fi
+
+echo "$fails failures"
+[[ $fails -eq 0 ]]
