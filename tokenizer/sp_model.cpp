@@ -139,7 +139,7 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
     while (!stack.empty()) {
         Frame& f = stack.back();
         bool descended = false;
-        while (f.next_c < 256 && !descended) {
+        while (!descended && f.next_c < 256) {  // `descended` first: `f` may dangle then
             const uint32_t c = f.next_c++;
             const size_t child = f.base ^ c;
             if (unit(child).label() != c) continue;
