@@ -12,7 +12,7 @@ the per-round ratios, so slow drifts of the shared machine's bandwidth cancel ou
   /opt/slm-py/bin/python bench/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
   /opt/slm-py/bin/python bench/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
 
-Needs `pip install gguf llama-cpp-python` in the venv (see README, "Measuring").
+Needs `pip install gguf llama-cpp-python` in the venv (see docs/PERFORMANCE.md).
 GGUF files are cached in --workdir (default /tmp/staticlm-gguf) and reused.
 """
 import argparse
@@ -50,7 +50,7 @@ def check_pinned():
     for pkg, want in PINNED.items():
         got = installed_version(pkg)
         if got != want:
-            print(f"warning: {pkg} {got} is installed, the figures in README were made with {want}",
+            print(f"warning: {pkg} {got} is installed, the figures in docs/PERFORMANCE.md were made with {want}",
                   file=sys.stderr)
 
 

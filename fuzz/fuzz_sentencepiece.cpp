@@ -1,12 +1,15 @@
 // libFuzzer target: SentencePiece model loading through the project's wrapper
 // (load_sentencepiece), then encoding and decoding a fixed text with whatever
-// model was accepted. Input: a tokenizer.model file.
+// model was accepted; chunked encode_limited must give encode()'s ids.
+// Input: a tokenizer.model file.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <string>
 
 #include "fuzz/fuzz_common.hpp"
-#include "tokenizer/tokenizer.hpp"
 #include "staticlm/error.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::filesystem::path path = staticlm::fuzz::scratch_path("tokenizer.model");
@@ -17,6 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)tok->decode(ids);
         for (int id : ids) (void)tok->piece(id);
         (void)tok->token_id("<unk>");
+        // Oracle for encode_limited's cut rule: chunked ids must equal encode()'s.
+        static const std::string kLong = [] {
+            std::string s;
+            for (int i = 0; i < 6; ++i)
+                s += "Hello world, the quick brown fox jumps over a lazy dog and says hi. ";
+            return s;
+        }();
+        if (tok->encode_limited(kLong, true, std::numeric_limits<size_t>::max(), 16) !=
+            tok->encode(kLong, true))
+            __builtin_trap();
     } catch (const staticlm::Error&) {
     }
     return 0;

@@ -5,7 +5,7 @@
 #   usage: fuzz/run.sh [RUNS=1000000] [BUILD_DIR=build-fuzz] [TARGET...]
 #   build: CXX=clang++ meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
 #            -Db_lundef=false --buildtype=debugoptimized && ninja -C build-fuzz -j2
-#   env:   FUZZ_PARALLEL=1 runs the targets at once (at nice 19); FUZZ_SECONDS caps each run.
+#   env:   FUZZ_PARALLEL=1 runs the targets at once (at nice $FUZZ_NICE, default 15); FUZZ_SECONDS caps each run.
 # Seeds come from fuzz/corpus/<target>/ (small, in git); new inputs go to
 # $OUT_DIR/<target>/corpus so the committed corpus stays as it is.
 set -uo pipefail
@@ -30,10 +30,15 @@ run_one() {
     [[ -d $seeds ]] || seeds=
     local extra=()
     [[ -n ${FUZZ_SECONDS:-} ]] && extra+=(-max_total_time="$FUZZ_SECONDS")
-    local max_len=8192
-    [[ $name == tokenizer_json ]] && max_len=65536
-    [[ $name == gguf ]] && max_len=32768  # the tiny model seeds are 20 KB
-    nice -n 19 "$build/fuzz/$t" -runs="$runs" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
+    # Large enough for the deep-nesting and huge-length seeds (200000 nested
+    # arrays are 400 KB) and for fuzz_json's mutator to wrap in 100000 levels.
+    local max_len=65536
+    case $name in
+        config|tokenizer_json|safetensors|json) max_len=1048576 ;;
+        sentencepiece) max_len=262144 ;;
+        gguf) max_len=65536 ;;  # the tiny model seeds are 20 KB
+    esac
+    nice -n ${FUZZ_NICE:-15} "$build/fuzz/$t" -runs="$runs" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$out/$t/" -print_final_stats=1 "${extra[@]}" \
         "$out/$t/corpus" $seeds > "$out/$t/log.txt" 2>&1
     local rc=$?

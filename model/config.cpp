@@ -5,9 +5,9 @@
 #include "model/config.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <unordered_set>
 
+#include "base/file.hpp"
 #include "model/config_reader.hpp"
 #include "model/family.hpp"
 #include "staticlm/error.hpp"
@@ -19,20 +19,17 @@ namespace {
 using detail::ConfigReader;
 using detail::json;
 
+// Appends the ids of `more` not yet in `ids`, in order (linear: a set of what is there).
 void add_unique(std::vector<int>& ids, const std::vector<int>& more) {
-    for (int id : more) {
-        bool seen = false;
-        for (int x : ids) seen |= x == id;
-        if (!seen) ids.push_back(id);
-    }
+    std::unordered_set<int> seen(ids.begin(), ids.end());
+    for (int id : more)
+        if (seen.insert(id).second) ids.push_back(id);
 }
 
+// A JSON file of the model directory: regular, at most kMaxConfigFileBytes
+// (model_file() has checked it resolves inside the directory).
 std::string read_text(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, path.string() + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    return File(path).read_all(kMaxConfigFileBytes, "a JSON config");
 }
 
 bool contains(const json& j, const char* key, std::string_view value) {
@@ -121,29 +118,57 @@ ModelConfig parse_model_config(const std::string& config_json, const std::string
     return parse_checkpoint_config(config_json, file_name).config;
 }
 
+// The sampling settings of generation_config.json (absent keys stay unset),
+// range-checked as the floats they are used as.
+GenerationConfig read_generation_settings(const ConfigReader& r) {
+    using detail::Range;
+    GenerationConfig g;
+    auto real = [&](const char* key, Range range) -> std::optional<float> {
+        if (!r.has(key)) return std::nullopt;
+        return r.real(key, std::nullopt, range);
+    };
+    if (r.has("do_sample")) g.do_sample = r.boolean("do_sample", true);
+    g.temperature = real("temperature", {0.0, 1e6});
+    g.top_p = real("top_p", {0.0, 1.0, true, false});
+    g.min_p = real("min_p", {0.0, 1.0});
+    g.repetition_penalty = real("repetition_penalty", {1e-3, 1e3});
+    if (r.has("top_k")) g.top_k = int(r.integer("top_k", 0, 0, detail::kMaxVocab));
+    return g;
+}
+
 CheckpointConfig read_checkpoint_config(const std::filesystem::path& dir) {
     namespace fs = std::filesystem;
-    if (!fs::is_directory(dir)) throw Error(ErrorKind::io, dir.string() + ": model directory not found");
-    const fs::path config_path = dir / "config.json";
-    if (!fs::exists(config_path)) throw Error(ErrorKind::io, config_path.string() + ": not found");
-    CheckpointConfig out = parse_checkpoint_config(read_text(config_path), config_path.string());
+    if (!fs::is_directory(dir)) {
+        const std::string ext = dir.extension().string();
+        if (fs::is_regular_file(dir) && (ext == ".safetensors" || ext == ".json"))
+            throw Error(ErrorKind::io, dir.string() + ": is a file; give the model directory that holds it (" +
+                                           (dir.has_parent_path() ? dir.parent_path().string() : std::string(".")) +
+                                           ", with config.json and the tokenizer files)");
+        if (ext == ".gguf") throw Error(ErrorKind::io, dir.string() + ": GGUF file not found");
+        if (fs::exists(dir))
+            throw Error(ErrorKind::io, dir.string() + ": not a model directory (give the directory that holds "
+                                           "config.json and model.safetensors, or a llama2.c .bin file)");
+        throw Error(ErrorKind::io, dir.string() + ": model directory not found");
+    }
+    const std::optional<fs::path> config_path = model_file(dir, "config.json");
+    if (!config_path) throw Error(ErrorKind::io, (dir / "config.json").string() + ": not found");
+    CheckpointConfig out = parse_checkpoint_config(read_text(*config_path), config_path->string());
     ModelConfig& c = out.config;
 
-    const fs::path gen_path = dir / "generation_config.json";
-    if (fs::exists(gen_path)) {
-        const std::string name = gen_path.string();
-        const json g = detail::parse_json_object(read_text(gen_path), name);
+    if (const std::optional<fs::path> gen_path = model_file(dir, "generation_config.json")) {
+        const std::string name = gen_path->string();
+        const json g = detail::parse_json_object(read_text(*gen_path), name);
         const ConfigReader r{g, name, ""};
         add_unique(c.eos_ids, r.id_list("eos_token_id"));
         if (c.bos_id < 0) {
             const std::vector<int> bos = r.id_list("bos_token_id");
             if (!bos.empty()) c.bos_id = bos[0];
         }
+        c.generation = read_generation_settings(r);
     }
-    const fs::path tok_path = dir / "tokenizer_config.json";
-    if (fs::exists(tok_path)) {
-        const std::string name = tok_path.string();
-        const json tc = detail::parse_json_object(read_text(tok_path), name);
+    if (const std::optional<fs::path> tok_path = model_file(dir, "tokenizer_config.json")) {
+        const std::string name = tok_path->string();
+        const json tc = detail::parse_json_object(read_text(*tok_path), name);
         const ConfigReader r{tc, name, ""};
         c.add_bos = r.boolean("add_bos_token", c.add_bos);
     }

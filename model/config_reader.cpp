@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/json.hpp"
+
 namespace staticlm::detail {
 
 namespace {
@@ -93,16 +95,20 @@ std::vector<int> ConfigReader::id_list(const std::string& key) const {
             fail(ErrorKind::format, key, "must be a token id or a list of token ids");
         out.push_back(int(v.get<int64_t>()));
     };
-    if (j[key].is_array())
+    if (j[key].is_array()) {
+        if (j[key].size() > kMaxIdList)
+            fail(ErrorKind::format, key,
+                 "lists " + std::to_string(j[key].size()) + " token ids, more than the limit of " +
+                     std::to_string(kMaxIdList));
         for (const json& v : j[key]) one(v);
-    else
+    } else {
         one(j[key]);
+    }
     return out;
 }
 
 json parse_json_object(const std::string& text, const std::string& file) {
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded()) throw Error(ErrorKind::format, file + ": invalid JSON");
+    json j = staticlm::parse_json(text, file);  // depth-limited; errors name the byte
     if (!j.is_object()) throw Error(ErrorKind::format, file + ": not a JSON object");
     return j;
 }

@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace staticlm {
 
@@ -113,6 +118,94 @@ void per_layer_inputs(const Model& model, const kernels::KernelTable& kt, Worksp
     if (a.dump) a.dump("per_layer_inputs", -1, ws.ple, a.t, n, ws.ld_ple);
 }
 
+// Attention of rows that are independent sequences (ForwardArgs::seqs), from
+// the normed input ws.xn to the residual add: the projections run on all rows
+// at once (one matmul per weight), RoPE, the K/V store and attention run per
+// row with that row's position and cache — the calls of a one-row decode.
+void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
+                    const ForwardArgs& a, int il) {
+    const ModelConfig& c = model.config();
+    const LayerConfig& lc = c.layers[size_t(il)];
+    const LayerWeights& lw = model.weights().layers[size_t(il)];
+    const int t = a.t, hd = lc.head_dim;
+    const size_t h = size_t(c.hidden);
+    const size_t ldq = size_t(lc.n_heads) * size_t(hd);
+    const size_t ldkv = size_t(lc.n_kv_heads) * size_t(hd);
+    const bool owns = lc.kv_source == il;
+
+    kernels::matmul(kt, lw.q, ws.xn, h, t, ws.q, ldq, ws.matmul_scratch, a.n_threads);
+    if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
+    if (owns) {
+        kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
+        if (lc.k_eq_v)
+            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
+        else
+            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
+        const int rows = t * lc.n_kv_heads;
+        if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
+        if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
+    }
+    // Row i: RoPE at its position, its K/V into its cache, attention over that
+    // cache, with `threads` threads and attention scratch `scratch`.
+    auto row = [&](int i, std::byte* scratch, int threads) {
+        const int pos = a.seqs->pos[i];
+        StaticKVCache& cache = *a.seqs->caches[i];
+        float* q = ws.q + size_t(i) * ldq;
+        kt.rope(q, ldq, 1, lc.n_heads, hd, pos, lc.inv_freq.data());
+        if (owns) {
+            float* k = ws.k + size_t(i) * ldkv;
+            kt.rope(k, ldkv, 1, lc.n_kv_heads, hd, pos, lc.inv_freq.data());
+            cache.store(kt, il, pos, 1, k, ws.v + size_t(i) * ldkv, ldkv);
+        }
+        const KvView& kv = cache.view(il);
+        kernels::AttentionArgs aa;
+        aa.q = q;
+        aa.ldq = ldq;
+        aa.k = kv.k;
+        aa.v = kv.v;
+        aa.kv_type = kv.type;
+        aa.n_slots = kv.n_slots;
+        aa.out = ws.attn + size_t(i) * ldq;
+        aa.ldo = ldq;
+        aa.t = 1;
+        aa.pos0 = pos;
+        aa.n_heads = lc.n_heads;
+        aa.n_kv_heads = lc.n_kv_heads;
+        aa.head_dim = hd;
+        aa.window = lc.window;
+        aa.scale = lc.attn_scale;
+        kt.attention(aa, scratch, threads);
+    };
+    // A one-row attention gives the same bits on one thread as on n_threads
+    // unless it has fewer query heads than threads (then the kernel splits the
+    // keys): in that case each row runs as the solo decode does, with all the
+    // threads; otherwise one parallel region serves all rows, a thread per row.
+    const int nt = std::max(1, a.n_threads);
+    if (t == 1 || nt == 1 || lc.n_heads < nt) {
+        for (int i = 0; i < t; ++i) row(i, ws.attn_scratch, nt);
+    } else {
+        const size_t per_thread = kernels::attention_scratch_bytes(1, lc.n_heads, hd, 1);
+        std::exception_ptr failure;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+        for (int i = 0; i < t; ++i) {
+            int tid = 0;
+#if defined(_OPENMP)
+            tid = omp_get_thread_num();
+#endif
+            try {
+                row(i, ws.attn_scratch + size_t(tid) * per_thread, 1);
+            } catch (...) {
+#pragma omp critical(staticlm_attention_rows)
+                failure = std::current_exception();
+            }
+        }
+        if (failure) std::rethrow_exception(failure);
+    }
+    kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
+    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
 void attention_block(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
                      Workspace& ws, const ForwardArgs& a, int il) {
     const ModelConfig& c = model.config();
@@ -126,18 +219,22 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
 
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.attn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("attn_norm", il, ws.xn, t, c.hidden, h);
+    if (a.seqs) {
+        attention_rows(model, kt, ws, a, il);
+        return;
+    }
 
-    kernels::matmul(kt, lw.q, ws.xn, h, t, ws.q, ldq, ws.matmul_scratch, a.n_threads);
+    // q, k and v read the same normed rows: one fused call (x converted once,
+    // one parallel region); layers that reuse another layer's K/V project q only.
+    const kernels::MatmulOut qkv[3] = {{&lw.q, ws.q, ldq}, {&lw.k, ws.k, ldkv}, {&lw.v, ws.v, ldkv}};
+    const int n_proj = !owns ? 1 : lc.k_eq_v ? 2 : 3;
+    kernels::matmul_many(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
     kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
     if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
 
     if (owns) {
-        kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
-        if (lc.k_eq_v)
-            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
-        else
-            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
+        if (lc.k_eq_v) std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
         const int rows = t * lc.n_kv_heads;
         if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
         if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
@@ -185,8 +282,8 @@ void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws
 
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.ffn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("ffn_norm", il, ws.xn, t, c.hidden, h);
-    kernels::matmul(kt, lw.gate, ws.xn, h, t, ws.gate, size_t(f), ws.matmul_scratch, a.n_threads);
-    kernels::matmul(kt, lw.up, ws.xn, h, t, ws.up, size_t(f), ws.matmul_scratch, a.n_threads);
+    const kernels::MatmulOut gate_up[2] = {{&lw.gate, ws.gate, size_t(f)}, {&lw.up, ws.up, size_t(f)}};
+    kernels::matmul_many(kt, gate_up, 2, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     const auto act = c.activation == Activation::silu ? kt.silu_mul : kt.gelu_tanh_mul;
     act(ws.gate, ws.up, size_t(t) * size_t(f), ws.gate);
     kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);

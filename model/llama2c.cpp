@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
+#include "base/file.hpp"
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 
@@ -34,13 +34,13 @@ std::vector<float> permute_rotate_half(const float* w, int n_heads, int head_dim
 std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
     const std::string name = file.string();
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
-    if (!in) throw Error(ErrorKind::io, name + ": cannot open");
-    const uint64_t size = uint64_t(in.tellg());
-    if (size < 28) throw Error(ErrorKind::format, name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
-    in.seekg(0);
+    const File in(file);  // a regular file (not a FIFO or device), read with pread
+    const uint64_t size = in.size();
+    if (size < 28)
+        throw Error(ErrorKind::format,
+                    name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
     int32_t hdr[7];
-    in.read(reinterpret_cast<char*>(hdr), sizeof(hdr));
+    in.read_at(0, hdr, sizeof(hdr));
     const int dim = hdr[0], hidden = hdr[1], n_layers = hdr[2], n_heads = hdr[3], n_kv = hdr[4];
     const bool shared = hdr[5] > 0;
     const int64_t vocab = std::abs(int64_t(hdr[5]));
@@ -89,8 +89,7 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
         throw Error(ErrorKind::format, name + ": llama2.c file is " + std::to_string(size) + " bytes, the header implies " +
                                            std::to_string(28 + 4 * floats));
     std::vector<float> data(floats);
-    in.read(reinterpret_cast<char*>(data.data()), std::streamsize(4 * floats));
-    if (!in) throw Error(ErrorKind::io, name + ": read failed");
+    in.read_at(28, data.data(), size_t(4 * floats));
     auto part = [&](const char* p) {
         for (size_t i = 0; i < parts.size(); ++i)
             if (parts[i].name == p) return data.data() + offset[i];

@@ -1,7 +1,9 @@
 // Model::load: config + safetensors → one arena of packed weights. Every
 // required tensor is checked (presence, shape, dtype) before any allocation;
-// conversion then runs in parallel over panel-aligned row chunks and rejects
-// non-finite values (error naming the tensor and the flat index of the first).
+// conversion then runs in parallel over panel-aligned row chunks, read with
+// pread into per-thread scratch (a file truncated meanwhile is an error naming
+// it, never a SIGBUS), and rejects non-finite values (error naming the tensor
+// and the flat index of the first).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -85,14 +87,29 @@ struct Task {
 // Tying as transformers does it: the config's flag, unless the checkpoint
 // also holds an lm_head.weight that differs from the embedding, which
 // transformers then loads untied (with a warning).
+// Whether two tensors hold the same bytes, read in chunks (the tensors of a
+// safetensors file are read with pread, not mapped).
+bool same_bytes(const TensorView& a, const TensorView& b) {
+    if (a.bytes != b.bytes) return false;
+    if (a.data && b.data) return std::memcmp(a.data, b.data, a.bytes) == 0;
+    constexpr size_t kChunk = size_t(1) << 20;
+    std::vector<std::byte> ba(std::min(kChunk, a.bytes)), bb(ba.size());
+    for (size_t at = 0; at < a.bytes; at += kChunk) {
+        const size_t n = std::min(kChunk, a.bytes - at);
+        read_tensor_bytes(a, at, n, ba.data());
+        read_tensor_bytes(b, at, n, bb.data());
+        if (std::memcmp(ba.data(), bb.data(), n) != 0) return false;
+    }
+    return true;
+}
+
 void decide_tying(ModelConfig& c, const SafetensorsSet& files, const detail::TensorNaming& names,
                   std::vector<std::string>& warnings) {
     if (!c.tie_embeddings) return;
     const TensorView* head = files.find(names(WeightRole::lm_head, -1, nullptr));
     const TensorView* embed = files.find(names(WeightRole::embed, -1, nullptr));
     if (!head || !embed) return;
-    const bool same = head->dtype == embed->dtype && head->shape == embed->shape && head->bytes == embed->bytes &&
-                      std::memcmp(head->data, embed->data, head->bytes) == 0;
+    const bool same = head->dtype == embed->dtype && head->shape == embed->shape && same_bytes(*head, *embed);
     if (same) return;
     c.tie_embeddings = false;
     warnings.push_back("the config ties the output head to the embedding (tie_word_embeddings), but " +
@@ -148,9 +165,7 @@ void warn_unused(const SafetensorsSet& files, const std::vector<WeightEntry>& pl
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
-    if (options.threads < 0)
-        throw Error(ErrorKind::config, "invalid load options: threads must be >= 0 (0 = all cores), got " +
-                                           std::to_string(options.threads));
+    detail::check_threads(options.threads, "load options");
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") return detail::load_gguf(dir, options);
     auto model = std::make_shared<Model>();
@@ -213,9 +228,21 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         const WeightEntry& e = plan[i];
         if (e.kind == WeightEntry::Kind::matrix) continue;
         const TensorView& t = *src[i];
-        const int64_t bad = first_non_finite(weight_src_type(t), t.data, 0, t.numel);
+        const SrcType st = weight_src_type(t);
+        std::vector<std::byte> raw(t.bytes);
+        read_tensor_bytes(t, 0, t.bytes, raw.data());
+        const int64_t bad = first_non_finite(st, raw.data(), 0, t.numel);
         if (bad >= 0) throw_non_finite(t, bad);
-        const std::vector<float> v = read_f32(t);
+        std::vector<float> v(t.numel);
+        for (uint64_t j = 0; j < t.numel; ++j) {
+            if (st == SrcType::f32) {
+                std::memcpy(&v[j], raw.data() + 4 * j, 4);
+            } else {
+                uint16_t h;
+                std::memcpy(&h, raw.data() + 2 * j, 2);
+                v[j] = st == SrcType::f16 ? kernels::f16_to_f32(h) : kernels::bf16_to_f32(h);
+            }
+        }
         small_bytes += t.bytes;
         if (e.kind == WeightEntry::Kind::scalar) {
             *e.scalar = v[0];
@@ -243,32 +270,52 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
     size_t error_task = tasks.size();
     const int n_threads = detail::resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
+    // Bytes between consecutive panels of a packed matrix: packed_bytes rounds
+    // only the total up to 64 bytes, so 64 panels give an exact multiple.
+    std::vector<size_t> panel_stride(plan.size(), 0);
+    for (size_t i = 0; i < plan.size(); ++i)
+        if (plan[i].kind == WeightEntry::Kind::matrix)
+            panel_stride[i] = kernels::packed_bytes(type, 64 * kernels::kPanelRows, plan[i].k) / 64;
 
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
-    for (long ti = 0; ti < n_tasks; ++ti) {
-        // Tasks after a failed one are skipped; earlier ones still run so that
-        // the error reported is the first non-finite value in file order.
-        if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
-        const Task& task = tasks[size_t(ti)];
-        const WeightEntry& e = plan[task.entry];
-        const TensorView& t = *src[task.entry];
-        try {
-            const SrcType st = weight_src_type(t);
-            // Scan and pack ~128 KiB of source at a time, so that packing reads
-            // the rows from L2 right after the scan brought them in.
-            const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
-            const int step = std::max<int>(
-                kernels::kPanelRows,
-                int((size_t{128} << 10) / row_bytes) / kernels::kPanelRows * kernels::kPanelRows);
-            for (int r0 = task.n0; r0 < task.n1; r0 += step) {
-                const int r1 = std::min(task.n1, r0 + step);
-                const int64_t bad = first_non_finite(st, t.data, uint64_t(r0) * uint64_t(e.k),
-                                                     uint64_t(r1) * uint64_t(e.k));
-                if (bad >= 0) throw_non_finite(t, bad);
-                kernels::pack_weights(type, st, t.data, e.n, e.k, r0, r1, e.matrix->data);
-            }
-            const uint64_t now = done.fetch_add(uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype)) +
-                                 uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
+#pragma omp parallel num_threads(n_threads)
+    {
+        std::vector<std::byte> scratch;  // source rows read from the file
+#pragma omp for schedule(dynamic, 1)
+        for (long ti = 0; ti < n_tasks; ++ti) {
+            // Tasks after a failed one are skipped; earlier ones still run so that
+            // the error reported is the first non-finite value in file order.
+            if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
+            const Task& task = tasks[size_t(ti)];
+            const WeightEntry& e = plan[task.entry];
+            const TensorView& t = *src[task.entry];
+            try {
+                const SrcType st = weight_src_type(t);
+                // Scan and pack ~128 KiB of source at a time, so that packing reads
+                // the rows from L2 right after the scan brought them in.
+                const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
+                const int step = std::max<int>(kernels::kPanelRows,
+                                               int((size_t{128} << 10) / row_bytes) /
+                                                   kernels::kPanelRows * kernels::kPanelRows);
+                for (int r0 = task.n0; r0 < task.n1; r0 += step) {
+                    const int r1 = std::min(task.n1, r0 + step);
+                    const size_t n_bytes = size_t(r1 - r0) * row_bytes;
+                    const std::byte* rows = t.data ? t.data + size_t(r0) * row_bytes : nullptr;
+                    if (!rows) {
+                        scratch.resize(std::max(scratch.size(), n_bytes));
+                        read_tensor_bytes(t, uint64_t(r0) * row_bytes, n_bytes, scratch.data());
+                        rows = scratch.data();
+                    }
+                    const int64_t bad =
+                        first_non_finite(st, rows, 0, uint64_t(r1 - r0) * uint64_t(e.k));
+                    if (bad >= 0) throw_non_finite(t, bad + int64_t(r0) * e.k);
+                    kernels::pack_weights(type, st, rows, r1 - r0, e.k, 0, r1 - r0,
+                                          e.matrix->data + size_t(r0 / kernels::kPanelRows) *
+                                                               panel_stride[task.entry]);
+                }
+                const uint64_t now =
+                    done.fetch_add(uint64_t(task.n1 - task.n0) * uint64_t(e.k) *
+                                   dtype_size(t.dtype)) +
+                    uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
 #if STATICLM_OPENMP
             if (omp_get_thread_num() == 0 && options.progress) options.progress(now, total_bytes);
 #else
@@ -282,6 +329,7 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
                 first_error_task.store(error_task);
             }
         }
+    }
     }
     if (error) std::rethrow_exception(error);
     if (options.progress) options.progress(total_bytes, total_bytes);

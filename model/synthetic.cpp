@@ -26,29 +26,11 @@ uint64_t splitmix64(uint64_t x) {
 
 // Row `row` of entry `entry`: uniform in ±sqrt(3)/sqrt(k) (std 1/sqrt(fan_in)),
 // a pure function of (seed, entry, row, col) so any thread order gives the
-// same weights. Per element a counter-based 32-bit hash (a Weyl step, then
-// murmur3's finalizer) of a per-row 64-bit key: no state carried between
-// elements, so the loop vectorizes. model/ is built for baseline x86-64,
-// where SSE2 has no 32-bit vector multiply: GCC's target_clones add AVX2 and
-// AVX-512 copies, picked once at program load (integer ops and an exact
-// int→float conversion, so every copy gives the same bits).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+// same weights: a per-row 64-bit key, then kernels' uniform_row (a
+// counter-based hash per element, vectorized per target).
 void fill_row(uint64_t seed, size_t entry, int row, int k, float* out) {
     const uint64_t key = splitmix64(seed ^ splitmix64((uint64_t(entry) << 32) | uint32_t(row)));
-    const uint32_t lo = uint32_t(key), hi = uint32_t(key >> 32);
-    const float amp = std::sqrt(3.0f / float(std::max(k, 1)));
-    for (int j = 0; j < k; ++j) {
-        uint32_t x = (lo + uint32_t(j) * 0x9e3779b9u) ^ hi;
-        x ^= x >> 16;
-        x *= 0x85ebca6bu;
-        x ^= x >> 13;
-        x *= 0xc2b2ae35u;
-        x ^= x >> 16;
-        const float u = float(int32_t(x >> 8)) * (1.0f / float(1 << 24));  // [0, 1)
-        out[j] = (2.0f * u - 1.0f) * amp;
-    }
+    kernels::table().uniform_row(key, k, std::sqrt(3.0f / float(std::max(k, 1))), out);
 }
 
 constexpr const char* kLlama32_1b = R"({
@@ -135,10 +117,11 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
             for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
         }
     }
+    detail::check_threads(threads, "load options");
     const int n_threads = detail::resolve_threads(threads);
     const long n_tasks = long(tasks.size());
     // Each task packs its rows as a sub-matrix into its panels: every layout
-    // in kernels.hpp is panel-major, so rows [n0, n1) with n0 % 16 == 0 start
+    // of kernels/formats/ is panel-major, so rows [n0, n1) with n0 % 16 == 0 start
     // at panel n0/16. Checked once here against packed_bytes.
     for (size_t i = 0; i < plan.size(); ++i) {
         const WeightEntry& e = plan[i];

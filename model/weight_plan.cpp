@@ -3,6 +3,9 @@
 #include "model/weight_plan.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "staticlm/error.hpp"
 
 #if STATICLM_OPENMP
 #include <omp.h>
@@ -132,6 +135,17 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
 void finish_weights(Model& model, std::vector<WeightEntry> plan) {
     if (model.config_.tie_embeddings) model.weights_.lm_head = model.weights_.embed;
     model.plan_ = std::move(plan);
+}
+
+void check_threads(int threads, const char* what) {
+    if (threads < 0)
+        throw Error(ErrorKind::config, std::string("invalid ") + what + ": threads must be >= 0 (0 = all cores), got " +
+                                           std::to_string(threads));
+    if (threads > max_threads())
+        throw Error(ErrorKind::config,
+                    std::string("invalid ") + what + ": threads " + std::to_string(threads) + " is more than " +
+                        std::to_string(kMaxThreadsPerCpu) + " x the " + std::to_string(available_cpus()) +
+                        " CPUs this process may use (at most " + std::to_string(max_threads()) + ")");
 }
 
 int resolve_threads(int threads) {

@@ -6,11 +6,11 @@
 #include "staticlm/chat.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/file.hpp"
+#include "base/json.hpp"
 #include "model/family.hpp"
 #include "model/gguf.hpp"
 #include "model/model.hpp"
@@ -100,17 +100,17 @@ ChatFormat chat_format_from_template(std::string_view text) {
 }
 
 ChatFormat detect_chat_format(const std::filesystem::path& dir) {
+    // Files as every reader opens them: inside the directory, regular, limited.
     std::string text;
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {
         // tokenizer.chat_template (absent in base models: plain).
         const GgufFile f(dir);
         if (f.find("tokenizer.chat_template")) text = std::string(f.get_string("tokenizer.chat_template"));
-    } else if (std::ifstream jinja(dir / "chat_template.jinja"); jinja) {
-        std::stringstream ss;
-        ss << jinja.rdbuf();
-        text = ss.str();
-    } else if (std::ifstream cfg(dir / "tokenizer_config.json"); cfg) {
-        const nlohmann::json j = nlohmann::json::parse(cfg, nullptr, /*allow_exceptions=*/false);
+    } else if (const auto jinja = model_file(dir, "chat_template.jinja")) {
+        text = File(*jinja).read_all(kMaxConfigFileBytes, "a chat template");
+    } else if (const auto cfg = model_file(dir, "tokenizer_config.json")) {
+        const nlohmann::json j =
+            parse_json(File(*cfg).read_all(kMaxConfigFileBytes, "a JSON config"), cfg->string());
         if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string())
             text = j["chat_template"].get<std::string>();
     }

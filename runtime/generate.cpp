@@ -2,27 +2,21 @@
 // stop id, a stop string, max_tokens or the session's capacity.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
+#include "internal.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
 
 namespace staticlm {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Holds back text that might be the start of a stop string, so that a stop
 // string is never streamed. Returns how many bytes of `text` (from `from`) are safe.
-size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+size_t detail::safe_prefix(const std::string& text, size_t from, const std::vector<std::string>& stops) {
     size_t safe = text.size();
     for (const std::string& s : stops) {
         // the longest suffix of text that is a proper prefix of s
@@ -36,7 +30,45 @@ size_t safe_prefix(const std::string& text, size_t from, const std::vector<std::
     return safe;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+
 }  // namespace
+
+const char* stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::eos: return "eos";
+        case StopReason::stop_string: return "stop_string";
+        case StopReason::max_tokens: return "max_tokens";
+        case StopReason::capacity: return "capacity";
+        case StopReason::aborted: return "aborted";
+    }
+    return "?";
+}
+
+SamplingOptions suggested_sampling(const ModelConfig& config) {
+    SamplingOptions o;
+    o.temperature = 0.8f;
+    o.top_k = 40;
+    o.top_p = 0.95f;
+    o.min_p = 0.05f;
+    o.repetition_penalty = 1.0f;
+    o.seed = 42;
+    const GenerationConfig& g = config.generation;
+    if (g.temperature) o.temperature = *g.temperature;
+    if (g.top_k) o.top_k = *g.top_k;
+    if (g.top_p) o.top_p = *g.top_p;
+    if (g.min_p) o.min_p = *g.min_p;
+    if (g.repetition_penalty) o.repetition_penalty = *g.repetition_penalty;
+    if (g.do_sample && !*g.do_sample) o.temperature = 0.0f;
+    return o;
+}
 
 GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<const int> prompt,
                         const GenerateOptions& options, TextSink sink) {
@@ -45,8 +77,11 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
     const std::vector<int>& stop_ids = options.stop_ids.empty() ? config.eos_ids : options.stop_ids;
     for (const std::string& s : options.stop_strings)
         if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
-    if (options.max_tokens < 0)
-        throw Error(ErrorKind::config, "max_tokens must be >= 0");
+    if (options.max_tokens < -1)
+        throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
+                                           std::to_string(options.max_tokens));
+    const int max_tokens = options.max_tokens < 0 ? std::numeric_limits<int>::max() : options.max_tokens;
+    const TokenSink on_token = options.on_token;
     Sampler sampler(session.vocab(), options.sampling);
     std::optional<StreamDecoder> stream;
     if (tokenizer) stream.emplace(*tokenizer);
@@ -60,7 +95,7 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
     std::vector<int> recent(prompt.begin(), prompt.end());
     size_t emitted = 0;  // bytes of r.text already streamed
     auto t_decode = Clock::now();
-    for (int i = 0; i < options.max_tokens; ++i) {
+    for (int i = 0; i < max_tokens; ++i) {
         if (i > 0) {
             if (session.pos() >= session.max_seq()) {
                 r.reason = StopReason::capacity;
@@ -77,9 +112,16 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
         recent.push_back(id);
         if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
             r.reason = StopReason::eos;
+            if (on_token.fn) on_token.fn(on_token.ctx, id, {});
             break;
         }
-        if (!stream) continue;
+        if (!stream) {
+            if (on_token.fn && !on_token.fn(on_token.ctx, id, {})) {
+                r.reason = StopReason::aborted;
+                break;
+            }
+            continue;
+        }
         r.text += stream->push(id);
         bool stopped = false;
         for (const std::string& s : options.stop_strings) {
@@ -89,18 +131,28 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
                 stopped = true;
             }
         }
-        const size_t safe = stopped ? r.text.size() : safe_prefix(r.text, emitted, options.stop_strings);
-        if (sink.fn && safe > emitted) sink.fn(sink.ctx, std::string_view(r.text).substr(emitted, safe - emitted));
+        const size_t safe = stopped ? r.text.size() : detail::safe_prefix(r.text, emitted, options.stop_strings);
+        const std::string_view fresh =
+            safe > emitted ? std::string_view(r.text).substr(emitted, safe - emitted) : std::string_view();
+        if (sink.fn && !fresh.empty()) sink.fn(sink.ctx, fresh);
         emitted = std::max(emitted, safe);
         if (stopped) {
             r.reason = StopReason::stop_string;
+            if (on_token.fn) on_token.fn(on_token.ctx, id, fresh);
+            break;
+        }
+        if (on_token.fn && !on_token.fn(on_token.ctx, id, fresh)) {
+            r.reason = StopReason::aborted;
             break;
         }
     }
     if (stream && r.reason != StopReason::stop_string) {
         r.text += stream->flush();
-        if (sink.fn && r.text.size() > emitted)
-            sink.fn(sink.ctx, std::string_view(r.text).substr(emitted));
+        if (r.text.size() > emitted) {
+            const std::string_view rest = std::string_view(r.text).substr(emitted);
+            if (sink.fn) sink.fn(sink.ctx, rest);
+            if (on_token.fn) on_token.fn(on_token.ctx, -1, rest);
+        }
     }
     r.stats.generated_tokens = int(r.tokens.size());
     if (!r.tokens.empty()) r.stats.decode_seconds = seconds_since(t_decode);

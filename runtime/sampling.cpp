@@ -20,22 +20,38 @@ uint64_t splitmix64(uint64_t& s) {
     return z ^ (z >> 31);
 }
 
+// Throws Error(config) naming the first option out of range.
+void check_options(const SamplingOptions& o) {
+    if (o.top_k < 0) throw Error(ErrorKind::config, "top_k must be >= 0, got " + std::to_string(o.top_k));
+    if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
+        throw Error(ErrorKind::config, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
+    if (!(o.min_p >= 0.0f && o.min_p <= 1.0f))
+        throw Error(ErrorKind::config, "min_p must be in [0, 1], got " + std::to_string(o.min_p));
+    if (!(o.repetition_penalty >= kMinRepetitionPenalty && o.repetition_penalty <= kMaxRepetitionPenalty))
+        throw Error(ErrorKind::config, "repetition_penalty must be in [" + std::to_string(kMinRepetitionPenalty) +
+                                           ", " + std::to_string(kMaxRepetitionPenalty) + "], got " +
+                                           std::to_string(o.repetition_penalty));
+    if (o.repetition_window < 0)
+        throw Error(ErrorKind::config, "repetition_window must be >= 0, got " + std::to_string(o.repetition_window));
+    if (!std::isfinite(o.temperature))
+        throw Error(ErrorKind::config, "temperature must be finite");
+}
+
 }  // namespace
 
 Sampler::Sampler(int vocab, const SamplingOptions& o)
     : options_(o), state_(o.seed), work_(size_t(vocab)), order_(size_t(vocab)),
       probs_(size_t(vocab)), seen_(size_t(vocab), -1) {
     if (vocab < 1) throw Error(ErrorKind::config, "sampler needs a vocabulary");
-    if (o.top_k < 0) throw Error(ErrorKind::config, "top_k must be >= 0, got " + std::to_string(o.top_k));
-    if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
-        throw Error(ErrorKind::config, "top_p must be in (0, 1], got " + std::to_string(o.top_p));
-    if (!(o.min_p >= 0.0f && o.min_p <= 1.0f))
-        throw Error(ErrorKind::config, "min_p must be in [0, 1], got " + std::to_string(o.min_p));
-    if (!(o.repetition_penalty > 0.0f))
-        throw Error(ErrorKind::config, "repetition_penalty must be > 0, got " +
-                                           std::to_string(o.repetition_penalty));
-    if (!std::isfinite(o.temperature))
-        throw Error(ErrorKind::config, "temperature must be finite");
+    check_options(o);
+}
+
+void Sampler::reset(const SamplingOptions& o) {
+    check_options(o);
+    options_ = o;
+    state_ = o.seed;
+    step_ = 0;
+    std::fill(seen_.begin(), seen_.end(), -1);
 }
 
 int Sampler::sample(std::span<const float> logits, std::span<const int> recent) {
@@ -54,7 +70,9 @@ int Sampler::sample(std::span<const float> logits, std::span<const int> recent) 
             l = l > 0 ? l / options_.repetition_penalty : l * options_.repetition_penalty;
         }
     }
-    if (options_.temperature <= 0.0f) return kernels::table().argmax(work_.data(), vocab);
+    // Tiny temperatures are greedy too: 1/T would overflow to inf, and 0 * inf
+    // turns the best logit into NaN.
+    if (!(options_.temperature >= kGreedyTemperature)) return kernels::table().argmax(work_.data(), vocab);
 
     // Candidates: the top_k largest (or all), sorted descending.
     const int k = options_.top_k > 0 ? std::min(options_.top_k, vocab) : vocab;

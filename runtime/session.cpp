@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,14 +15,14 @@
 #include "cache/kv_cache.hpp"
 #include "model/graph.hpp"
 #include "model/model.hpp"
+#include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
+#include "internal.hpp"
 
 namespace staticlm {
 
-namespace {
-
 // Sorted, deduplicated buckets with 1 added; validated against K.
-std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
+std::vector<int> detail::normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
     if (in.empty())
         throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
                                            " is empty (give at least one block size)");
@@ -39,6 +41,9 @@ std::vector<int> normalize_buckets(const std::vector<int>& in, const char* what,
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
+
+namespace {
+
 
 // Refuses a max_seq whose KV cache alone exceeds this machine's physical
 // memory, before allocating: a multi-terabyte request would otherwise end the
@@ -84,7 +89,67 @@ int default_threads() {
     return n == 0 ? 1 : int(n);
 }
 
+// Held for the length of every call that touches the session's state: a second
+// thread entering meanwhile gets Error(busy) instead of corrupting pos and cache.
+class Entry {
+public:
+    explicit Entry(std::atomic<bool>& busy) : busy_(busy) {
+        if (busy_.exchange(true, std::memory_order_acquire))
+            throw Error(ErrorKind::busy,
+                        "session is busy: another call on it is running (a session must be used by "
+                        "one thread at a time; create one session per thread)");
+    }
+    ~Entry() { busy_.store(false, std::memory_order_release); }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+private:
+    std::atomic<bool>& busy_;
+};
+
+// Index of the first non-finite value of data[0, n), or -1.
+long first_non_finite(const float* data, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!std::isfinite(data[i])) return long(i);
+    return -1;
+}
+
+// Dump sink that records the first named intermediate holding a non-finite value.
+struct NonFiniteFinder {
+    std::string name;
+    int layer = -2;
+    int row = -1;
+    static void fn(void* ctx, const char* name, int layer, const float* data, int rows, int cols,
+                   size_t ld) {
+        auto& f = *static_cast<NonFiniteFinder*>(ctx);
+        if (f.layer != -2) return;
+        for (int r = 0; r < rows; ++r)
+            if (first_non_finite(data + size_t(r) * ld, size_t(cols)) >= 0) {
+                f.name = name;
+                f.layer = layer;
+                f.row = r;
+                return;
+            }
+    }
+};
+
 }  // namespace
+
+std::vector<int> default_prefill_buckets(int max_seq) {
+    std::vector<int> out;
+    for (int b : {64, 128, 256, 512})
+        if (b <= max_seq) out.push_back(b);
+    if (max_seq >= 1 && max_seq < 512 && (out.empty() || out.back() != max_seq)) out.push_back(max_seq);
+    return out;
+}
+
+std::vector<int> default_append_buckets(int max_seq) {
+    std::vector<int> out;
+    for (int b : {16, 32, 64})
+        if (b <= max_seq) out.push_back(b);
+    if (max_seq >= 1 && max_seq < 64 && (out.empty() || out.back() != max_seq)) out.push_back(max_seq);
+    return out;
+}
 
 struct Session::Impl {
     std::shared_ptr<const Model> model;
@@ -101,6 +166,7 @@ struct Session::Impl {
     int high_water = 0;  // highest position written + 1 (rewind limit of rings)
     int threads = 1;
     DumpSink dump;  // set_dump(); empty by default
+    std::atomic<bool> busy{false};
 
     void validate(std::span<const int> tokens, int P) const {
         if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
@@ -139,6 +205,16 @@ struct Session::Impl {
             a.logits = sink ? ForwardArgs::Logits::all
                             : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
             forward(*model, *kt, cache, ws, a);
+            if (a.logits != ForwardArgs::Logits::none) {
+                const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
+                const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
+                if (bad >= 0) {
+                    // Slots from P on may now hold non-finite K/V; pos stays P, so
+                    // they are never read. Ring caches lose what they overwrote.
+                    high_water = std::max(high_water, a.pos0 + t);
+                    throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
+                }
+            }
             if (sink) sink.fn(sink.ctx, a.pos0, ws.logits, t, vocab);
             if (last) {
                 const float* row = sink ? ws.logits + size_t(t - 1) * size_t(vocab) : ws.logits;
@@ -152,6 +228,40 @@ struct Session::Impl {
         high_water = P == 0 ? pos : std::max(high_water, pos);
         return last_logits;
     }
+
+    // Runs the failed call again with a dump sink to name the first layer and
+    // intermediate that went non-finite (the error path only), then throws.
+    [[noreturn]] void throw_non_finite(std::span<const int> tokens, int P, const std::vector<int>& buckets,
+                                       int bad_pos) {
+        NonFiniteFinder finder;
+        n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
+        int done = 0;
+        for (size_t s = 0; s < n_steps && finder.layer == -2; ++s) {
+            ForwardArgs a;
+            a.tokens = tokens.data() + done;
+            a.t = steps[s].t;
+            a.pos0 = P + done;
+            a.n_threads = threads;
+            a.dump = DumpSink{NonFiniteFinder::fn, &finder};
+            a.logits = options.all_logits  ? ForwardArgs::Logits::all
+                       : s + 1 == n_steps ? ForwardArgs::Logits::last
+                                          : ForwardArgs::Logits::none;
+            forward(*model, *kt, cache, ws, a);
+            if (finder.layer != -2) finder.row += a.pos0;
+            done += a.t;
+        }
+        n_steps = 0;
+        std::string where = "the logits";
+        if (finder.layer != -2)
+            where = "'" + finder.name + "'" +
+                    (finder.layer >= 0 ? " of layer " + std::to_string(finder.layer) : std::string()) +
+                    " at position " + std::to_string(finder.row);
+        throw Error(ErrorKind::model,
+                    "non-finite logits (NaN or inf) at position " + std::to_string(bad_pos) +
+                        ": the first non-finite intermediate is " + where +
+                        " (the weights are finite: activations overflowed; try f32 or bf16 weights, an "
+                        "f32 KV cache, or check the checkpoint)");
+    }
 };
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
@@ -161,13 +271,11 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     if (options.max_seq < 1)
         throw Error(ErrorKind::config, "invalid configuration: max_seq must be >= 1, got " +
                                            std::to_string(options.max_seq));
-    if (options.threads < 0)
-        throw Error(ErrorKind::config, "invalid configuration: threads must be >= 0 (0 = all "
-                                       "cores), got " + std::to_string(options.threads));
+    detail::check_threads(options.threads, "configuration");
     s.model = std::move(model);
     s.options = options;
-    s.prefill_buckets = normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
-    s.append_buckets = normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
+    s.prefill_buckets = detail::normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
+    s.append_buckets = detail::normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
     s.threads = options.threads == 0 ? default_threads() : options.threads;
     s.kt = &kernels::table();
     const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
@@ -190,18 +298,22 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 std::span<const float> Session::prefill(std::span<const int> tokens, LogitsSink sink) {
+    Entry entry(impl_->busy);
     return impl_->run(tokens, 0, impl_->prefill_buckets, sink);
 }
 
 std::span<const float> Session::append(std::span<const int> tokens, LogitsSink sink) {
+    Entry entry(impl_->busy);
     return impl_->run(tokens, impl_->pos, impl_->append_buckets, sink);
 }
 
 std::span<const float> Session::decode(int token) {
+    Entry entry(impl_->busy);
     return impl_->run(std::span<const int>(&token, 1), impl_->pos, impl_->decode_buckets, {});
 }
 
 void Session::rewind(int n) {
+    Entry entry(impl_->busy);
     const int limit = max_rewind();
     if (n < 0 || n > limit)
         throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
@@ -215,6 +327,7 @@ void Session::rewind(int n) {
 }
 
 void Session::reset() {
+    Entry entry(impl_->busy);
     impl_->pos = 0;
     impl_->high_water = 0;
 }
@@ -243,7 +356,7 @@ std::vector<Step> Session::plan(std::span<const int> buckets, int P, int T, int 
     if (K < 1 || P < 0 || T < 0 || P + T > K)
         throw Error(ErrorKind::capacity, "capacity exceeded: P=" + std::to_string(P) + " + T=" +
                                              std::to_string(T) + " > K=" + std::to_string(K));
-    const std::vector<int> sorted = normalize_buckets(
+    const std::vector<int> sorted = detail::normalize_buckets(
         std::vector<int>(buckets.begin(), buckets.end()), "buckets", K);
     std::vector<Step> out(size_t(T) + 1);
     out.resize(plan_into(sorted, P, T, K, out.data()));

@@ -3,9 +3,11 @@
 // the difference, so it follows the tokenizer's own decode rules exactly.
 #include "tokenizer/tokenizer.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "base/file.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm {
@@ -60,6 +62,64 @@ void check_utf8(std::string_view text, const std::string& what) {
             throw Error(ErrorKind::input, what + ": invalid UTF-8 at byte " + std::to_string(i) +
                                               " of the text (" + std::to_string(n) + " bytes)");
         i += len;
+    }
+}
+
+std::vector<int> Tokenizer::encode_limited(std::string_view text, bool add_special,
+                                           size_t max_tokens, size_t chunk_bytes) const {
+    if (text.size() <= chunk_bytes || chunk_bytes == 0) return encode(text, add_special);
+    return encode_in_chunks(text, add_special, max_tokens, chunk_bytes);
+}
+
+std::vector<int> Tokenizer::encode_in_chunks(std::string_view text, bool add_special, size_t,
+                                             size_t) const {
+    return encode(text, add_special);
+}
+
+namespace {
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+}  // namespace
+
+size_t ChunkRule::find_cut(std::string_view text, size_t lo, size_t hi) const {
+    hi = std::min(hi, text.size() - std::min<size_t>(text.size(), 1));
+    for (size_t c = hi; c-- > std::max<size_t>(lo, 1);)
+        if (text[c] == ' ' && ascii_letter(text[c + 1]) && ascii_letter(text[c - 1]) &&
+            !bad_before[static_cast<unsigned char>(text[c - 1])])
+            return c;
+    return std::string_view::npos;
+}
+
+size_t ChunkRule::find_cut_after(std::string_view text, size_t lo) const {
+    for (size_t c = std::max<size_t>(lo, 1); c + 1 < text.size(); ++c)
+        if (text[c] == ' ' && ascii_letter(text[c + 1]) && ascii_letter(text[c - 1]) &&
+            !bad_before[static_cast<unsigned char>(text[c - 1])])
+            return c;
+    return std::string_view::npos;
+}
+
+void ChunkRule::forbid_before(std::string_view token, std::string_view space) {
+    if (space.empty()) return;
+    for (size_t i = token.find(space, 1); i != std::string_view::npos; i = token.find(space, i + 1))
+        bad_before[static_cast<unsigned char>(token[i - 1])] = true;
+}
+
+std::vector<int> encode_chunks(std::string_view text, size_t max_tokens, size_t chunk_bytes,
+                               const ChunkRule& rule, const EncodeChunk& encode) {
+    std::vector<int> out;
+    size_t pos = 0;
+    bool first = true;
+    for (;;) {
+        size_t end = text.size();
+        if (rule.enabled && text.size() - pos > chunk_bytes) {
+            size_t c = rule.find_cut(text, pos + chunk_bytes / 2, pos + chunk_bytes);
+            if (c == std::string_view::npos) c = rule.find_cut_after(text, pos + chunk_bytes);
+            if (c != std::string_view::npos) end = c;
+        }
+        const bool last = end == text.size();
+        encode(text.substr(pos, end - pos), first, last, out);
+        if (last || out.size() > max_tokens) return out;
+        first = false;
+        pos = rule.drop_space ? end + 1 : end;
     }
 }
 
@@ -119,13 +179,13 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir
                                           bool prefer_json) {
     if (!std::filesystem::is_directory(model_dir))
         throw Error(ErrorKind::io, "model directory not found: " + model_dir.string());
-    const auto sp_file = model_dir / "tokenizer.model";
-    const auto json_file = model_dir / "tokenizer.json";
-    const auto config = model_dir / "tokenizer_config.json";  // optional
-    const bool have_sp = std::filesystem::exists(sp_file);
-    const bool have_json = std::filesystem::exists(json_file);
-    if (have_json && (prefer_json || !have_sp)) return load_tokenizer_json(json_file, config);
-    if (have_sp) return load_sentencepiece(sp_file, config);
+    // Each file must resolve inside the directory (model_file refuses links out of it).
+    const auto sp_file = model_file(model_dir, "tokenizer.model");
+    const auto json_file = model_file(model_dir, "tokenizer.json");
+    const auto config =
+        model_file(model_dir, "tokenizer_config.json").value_or(std::filesystem::path());
+    if (json_file && (prefer_json || !sp_file)) return load_tokenizer_json(*json_file, config);
+    if (sp_file) return load_sentencepiece(*sp_file, config);
     throw Error(ErrorKind::io, "no tokenizer in " + model_dir.string() +
                                    ": neither tokenizer.model nor tokenizer.json");
 }

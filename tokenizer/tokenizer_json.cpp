@@ -484,6 +484,26 @@ std::vector<int> JsonTokenizer::encode(std::string_view text, bool add_special) 
     check_utf8(text, file_);
     std::vector<int> out;
     if (add_special) out = prefix_ids_;
+    encode_into(text, true, out);
+    if (add_special) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
+    return out;
+}
+
+std::vector<int> JsonTokenizer::encode_in_chunks(std::string_view text, bool add_special,
+                                                 size_t max_tokens, size_t chunk_bytes) const {
+    check_utf8(text, file_);
+    return encode_chunks(text, max_tokens, chunk_bytes, chunk_,
+                         [&](std::string_view chunk, bool first, bool last, std::vector<int>& out) {
+                             if (first && add_special)
+                                 out.insert(out.end(), prefix_ids_.begin(), prefix_ids_.end());
+                             encode_into(chunk, first, out);
+                             if (last && add_special)
+                                 out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
+                         });
+}
+
+void JsonTokenizer::encode_into(std::string_view text, bool first_text,
+                                std::vector<int>& out) const {
     std::vector<Piece> pieces;
 
     auto run_model = [&](std::string s, bool first) {
@@ -522,15 +542,90 @@ std::vector<int> JsonTokenizer::encode(std::string_view text, bool add_special) 
                 ++pos;
                 continue;
             }
-            run_segment(text.substr(start, pos - start), start == 0);
+            run_segment(text.substr(start, pos - start), first_text && start == 0);
             out.push_back(added_[static_cast<size_t>(t)].id);
             pos += len;
             start = pos;
         }
     }
-    run_segment(text.substr(start), start == 0);
-    if (add_special) out.insert(out.end(), suffix_ids_.begin(), suffix_ids_.end());
-    return out;
+    run_segment(text.substr(start), first_text && start == 0);
+}
+
+// Cuts at "letter space letter" are exact when the pipeline either puts a
+// piece boundary there (a regex split, ByteLevel's regex, Metaspace or a Split
+// on the space's image) or, for one-word pipelines (Gemma: the whole segment
+// is one BPE word), when no token could span it: no vocab entry or normalized
+// added token holds "<letter><space image>" for that letter, and the letter
+// itself is a token. Only the normalizer shapes of real files are accepted:
+// none, Replace(" " -> r), and Prepend(r) with it (the space at a cut is then
+// dropped and re-created by Prepend). Raw added tokens must not contain a space.
+void JsonTokenizer::init_chunking() {
+    std::string space = " ";
+    bool replaced = false, prepend = false;
+    std::string prepended;
+    for (const NormStep& n : normalizer_) {
+        if (n.kind == NormKind::kReplace && n.pattern == " " && !replaced) {
+            space = n.content;
+            replaced = true;
+        } else if (n.kind == NormKind::kPrepend && !prepend) {
+            prepend = true;
+            prepended = n.content;
+        } else {
+            return;
+        }
+    }
+    if (prepend && (!replaced || prepended != space)) return;
+    if (space.empty()) return;
+    for (const AddedToken& a : added_)
+        if (!a.normalized && a.content.find(' ') != std::string::npos) return;
+    const std::string norm_space = space;  // what normalized added tokens are matched against
+    bool boundary = false;
+    auto is_letter_free = [](std::string_view s) {
+        for (char c : s)
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return false;
+        return true;
+    };
+    for (const PreStep& p : pre_) {
+        if (boundary) break;  // later steps work piece by piece: the boundary stays
+        switch (p.kind) {
+            case PreKind::kSplitRegex:
+                if (space != " " || p.invert || p.behavior != SplitBehavior::kIsolated) return;
+                boundary = true;
+                break;
+            case PreKind::kByteLevel:
+                if (space != " " || !p.use_regex) return;
+                boundary = true;
+                break;
+            case PreKind::kSplitString:
+                if (p.pattern == space && !p.invert &&
+                    p.behavior != SplitBehavior::kMergedWithPrevious) {
+                    boundary = true;
+                } else if (p.pattern.empty() || !is_letter_free(p.pattern) ||
+                           ("a" + space + "a").find(p.pattern) != std::string::npos) {
+                    return;  // might split or merge at the cut
+                }
+                break;
+            case PreKind::kMetaspace:
+                if (space != " " || p.replacement.empty()) return;
+                space = p.replacement;
+                if (p.split) boundary = true;
+                break;
+        }
+    }
+    if (!boundary) {
+        for (const std::string& piece : id_to_piece_) chunk_.forbid_before(piece, space);
+        for (char c = 'A'; c <= 'z'; ++c)
+            if (vocab_.get(std::string_view(&c, 1)) < 0)
+                chunk_.bad_before[static_cast<unsigned char>(c)] = true;
+    }
+    for (const AddedToken& a : added_)
+        if (a.normalized) {
+            std::string s = a.content;
+            normalize(s);
+            chunk_.forbid_before(s, norm_space);
+        }
+    chunk_.drop_space = prepend;
+    chunk_.enabled = true;
 }
 
 // -------------------------------------------------------------------- decode

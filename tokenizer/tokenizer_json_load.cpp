@@ -2,14 +2,21 @@
 // model.merges values are read by a hand-written scanner straight into hash
 // maps (a DOM parse of Gemma's 33 MB file takes over a second); the rest of
 // the document, with those two values cut out, goes through nlohmann::json.
+//
+// Untrusted input: every file is read through base/file (regular files only,
+// size limits), nesting is limited (the scanner counts levels; the rest is
+// depth-checked before nlohmann parses it), subtrees are walked by reference
+// (never copied: a deep copy recurses), and a value of the wrong type is an
+// error naming its path ("normalizer.normalizers[2].content must be a string,
+// not integer"), not a parse error.
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "tokenizer/tokenizer_json.hpp"
+#include "base/file.hpp"
+#include "base/json.hpp"
 #include "staticlm/error.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 
 namespace staticlm {
 namespace tokjson {
@@ -17,16 +24,23 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error(ErrorKind::io, "cannot open " + path.string());
-    std::string s;
-    f.seekg(0, std::ios::end);
-    s.resize(static_cast<size_t>(f.tellg()));
-    f.seekg(0);
-    f.read(s.data(), static_cast<std::streamsize>(s.size()));
-    if (!f) throw Error(ErrorKind::io, "cannot read " + path.string());
-    return s;
+// The JSON type a value starting with `c` has, for messages.
+const char* type_at(char c) {
+    switch (c) {
+        case '{':
+            return "object";
+        case '[':
+            return "array";
+        case '"':
+            return "string";
+        case 't':
+        case 'f':
+            return "boolean";
+        case 'n':
+            return "null";
+        default:
+            return "number";
+    }
 }
 
 // A minimal JSON reader over a byte range: strings, integers, and skipping.
@@ -106,6 +120,8 @@ public:
             }
         }
     }
+    // An integer; one of more than 18 digits saturates at 10^18 (callers
+    // quote the digits from the document in their messages).
     long long integer() {
         ws();
         size_t j = pos_;
@@ -113,13 +129,18 @@ public:
         if (neg) ++j;
         long long v = 0;
         const size_t digits = j;
-        while (j < doc_.size() && doc_[j] >= '0' && doc_[j] <= '9' && j - digits < 18)
-            v = v * 10 + (doc_[j++] - '0');
+        constexpr long long kSaturate = 1000000000000000000LL;
+        while (j < doc_.size() && doc_[j] >= '0' && doc_[j] <= '9') {
+            v = v >= kSaturate / 10 ? kSaturate : v * 10 + (doc_[j] - '0');
+            ++j;
+        }
         if (j == digits) fail("expected an integer");
         pos_ = j;
         return neg ? -v : v;
     }
-    void skip_value() {
+    // Skips one value nested `level` levels deep; a value that nests deeper
+    // than kMaxJsonDepth in all is an error at the bracket that does.
+    void skip_value(int level = 0) {
         const char c = peek();
         if (c == '"') {
             skip_string();
@@ -131,6 +152,10 @@ public:
                     skip_string();
                     continue;
                 }
+                if ((d == '{' || d == '[') && level + depth + 1 > kMaxJsonDepth)
+                    throw Error(ErrorKind::format, file_ + ": JSON nested deeper than " +
+                                                       std::to_string(kMaxJsonDepth) +
+                                                       " levels at byte " + std::to_string(pos_));
                 ++pos_;
                 if (d == '{' || d == '[')
                     ++depth;
@@ -147,6 +172,12 @@ public:
     [[noreturn]] void fail(const std::string& what) const {
         throw Error(ErrorKind::format,
                     file_ + ": malformed JSON at byte " + std::to_string(pos_) + ": " + what);
+    }
+    // Well-formed JSON of the wrong shape: says which value has which type.
+    [[noreturn]] void wrong_type(const std::string& where, const std::string& want) {
+        const char* got = type_at(peek());
+        throw Error(ErrorKind::format, file_ + ": " + where + " must be " + want + ", not " + got +
+                                           " (at byte " + std::to_string(pos_) + ")");
     }
 
 private:
@@ -200,72 +231,77 @@ int id_value(const json& v, const std::string& file, const std::string& what) {
     return static_cast<int>(v.get<int64_t>());
 }
 
-std::string type_of(const json& j, const std::string& file, const char* component) {
-    if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
-        throw Error(ErrorKind::format, file + ": " + component + " has no \"type\"");
-    return j["type"].get<std::string>();
+// The "type" of a pipeline component (an object), or "" for null.
+std::string type_of(const JsonAt& a) {
+    if (a.v.is_null()) return "";
+    a.need("an object", a.v.is_object());
+    if (!a.find("type")) a.fail(a.path, "has no \"type\"");
+    return a.string("type");
 }
 
-// {"String": s} -> s; a Regex pattern is reported (with `what`) unless allowed.
-bool string_pattern(const json& p, std::string& out) {
-    if (p.is_object() && p.contains("String") && p["String"].is_string()) {
-        out = p["String"].get<std::string>();
-        return true;
-    }
-    return false;
+// {"String": s} -> s; false for anything else (a Regex is the caller's to report).
+bool string_pattern(const JsonAt& p, std::string& out) {
+    if (!p.v.is_object() || !p.find("String")) return false;
+    out = p.string("String");
+    return true;
 }
 
-PrependScheme prepend_scheme(const json& j, const std::string& file) {
-    if (j.contains("prepend_scheme") && j["prepend_scheme"].is_string()) {
-        const std::string s = j["prepend_scheme"].get<std::string>();
+PrependScheme prepend_scheme(const JsonAt& a) {
+    if (a.find("prepend_scheme")) {
+        const std::string s = a.string("prepend_scheme");
         if (s == "always") return PrependScheme::kAlways;
         if (s == "first") return PrependScheme::kFirst;
         if (s == "never") return PrependScheme::kNever;
-        unsupported(file, "Metaspace prepend_scheme \"" + s + "\"");
+        unsupported(a.file, "Metaspace prepend_scheme \"" + printable(s) + "\"");
     }
-    return j.value("add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
+    return a.boolean_or("add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
 }
 
-void parse_normalizer(const json& j, const std::string& file, std::vector<NormStep>& out) {
-    if (j.is_null()) return;
-    const std::string type = type_of(j, file, "normalizer");
+// The parse_* functions recurse into Sequences: at most kMaxJsonDepth / 2
+// levels, since the nesting of the document was checked.
+void parse_normalizer(const JsonAt& a, std::vector<NormStep>& out) {
+    const std::string type = type_of(a);
+    if (type.empty()) return;
     if (type == "Sequence") {
-        for (const json& n : j.at("normalizers")) parse_normalizer(n, file, out);
+        const JsonAt list = a.array("normalizers");
+        for (size_t i = 0; i < list.v.size(); ++i) parse_normalizer(list.at(i), out);
     } else if (type == "Replace") {
-        NormStep s{NormKind::kReplace, "", j.at("content").get<std::string>()};
-        if (!string_pattern(j.at("pattern"), s.pattern))
-            unsupported(file, "normalizer Replace with a Regex pattern");
+        NormStep s{NormKind::kReplace, "", a.string("content")};
+        if (!string_pattern(a.at("pattern"), s.pattern))
+            unsupported(a.file, "normalizer Replace with a Regex pattern");
         out.push_back(std::move(s));
     } else if (type == "Prepend") {
-        out.push_back({NormKind::kPrepend, "", j.at("prepend").get<std::string>()});
+        out.push_back({NormKind::kPrepend, "", a.string("prepend")});
     } else {
-        unsupported(file, "normalizer " + type);
+        unsupported(a.file, "normalizer " + printable(type));
     }
 }
 
-void parse_pre_tokenizer(const json& j, const std::string& file, std::vector<PreStep>& out) {
-    if (j.is_null()) return;
-    const std::string type = type_of(j, file, "pre_tokenizer");
+void parse_pre_tokenizer(const JsonAt& a, std::vector<PreStep>& out) {
+    const std::string type = type_of(a);
+    if (type.empty()) return;
+    const std::string& file = a.file;
     PreStep s{};
     if (type == "Sequence") {
-        for (const json& p : j.at("pretokenizers")) parse_pre_tokenizer(p, file, out);
+        const JsonAt list = a.array("pretokenizers");
+        for (size_t i = 0; i < list.v.size(); ++i) parse_pre_tokenizer(list.at(i), out);
         return;
     } else if (type == "Split") {
-        if (!j.contains("pattern"))
+        if (!a.find("pattern"))
             throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
-        const json& p = j.at("pattern");
+        const JsonAt p = a.at("pattern");
         if (string_pattern(p, s.pattern)) {
             s.kind = PreKind::kSplitString;
-        } else if (p.is_object() && p.contains("Regex")) {
+        } else if (p.v.is_object() && p.find("Regex")) {
             s.kind = PreKind::kSplitRegex;
-            const std::string re = p["Regex"].get<std::string>();
+            const std::string re = p.string("Regex");
             if (!known_split_regex(re, s.regex))
-                unsupported(file, "pre_tokenizer Split regex " + re +
+                unsupported(file, "pre_tokenizer Split regex " + printable(re) +
                                       " (only the Llama 3 and GPT-2 patterns are implemented)");
         } else {
             throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         }
-        const std::string b = j.at("behavior").get<std::string>();
+        const std::string b = a.string("behavior");
         if (b == "Removed")
             s.behavior = SplitBehavior::kRemoved;
         else if (b == "Isolated")
@@ -277,89 +313,98 @@ void parse_pre_tokenizer(const json& j, const std::string& file, std::vector<Pre
         else if (b == "Contiguous")
             s.behavior = SplitBehavior::kContiguous;
         else
-            unsupported(file, "pre_tokenizer Split behavior " + b);
-        s.invert = j.value("invert", false);
+            unsupported(file, "pre_tokenizer Split behavior " + printable(b));
+        s.invert = a.boolean_or("invert", false);
     } else if (type == "ByteLevel") {
         s.kind = PreKind::kByteLevel;
-        s.add_prefix_space = j.value("add_prefix_space", true);
-        s.use_regex = j.value("use_regex", true);
+        s.add_prefix_space = a.boolean_or("add_prefix_space", true);
+        s.use_regex = a.boolean_or("use_regex", true);
     } else if (type == "Metaspace") {
         s.kind = PreKind::kMetaspace;
-        s.replacement = j.at("replacement").get<std::string>();
-        s.prepend = prepend_scheme(j, file);
-        s.split = j.value("split", true);
+        s.replacement = a.string("replacement");
+        s.prepend = prepend_scheme(a);
+        s.split = a.boolean_or("split", true);
     } else {
-        unsupported(file, "pre_tokenizer " + type);
+        unsupported(file, "pre_tokenizer " + printable(type));
     }
     out.push_back(std::move(s));
 }
 
-void parse_decoder(const json& j, const std::string& file, std::vector<DecStep>& out) {
-    if (j.is_null()) return;
-    const std::string type = type_of(j, file, "decoder");
+void parse_decoder(const JsonAt& a, std::vector<DecStep>& out) {
+    const std::string type = type_of(a);
+    if (type.empty()) return;
     DecStep d{};
     if (type == "Sequence") {
-        for (const json& p : j.at("decoders")) parse_decoder(p, file, out);
+        const JsonAt list = a.array("decoders");
+        for (size_t i = 0; i < list.v.size(); ++i) parse_decoder(list.at(i), out);
         return;
     } else if (type == "ByteLevel") {
         d.kind = DecKind::kByteLevel;
     } else if (type == "Metaspace") {
         d.kind = DecKind::kMetaspace;
-        d.pattern = j.at("replacement").get<std::string>();
-        d.prepend = prepend_scheme(j, file);
+        d.pattern = a.string("replacement");
+        d.prepend = prepend_scheme(a);
     } else if (type == "ByteFallback") {
         d.kind = DecKind::kByteFallback;
     } else if (type == "Fuse") {
         d.kind = DecKind::kFuse;
     } else if (type == "Strip") {
         d.kind = DecKind::kStrip;
-        d.content = j.at("content").get<std::string>();
-        d.start = j.value("start", size_t{0});
-        d.stop = j.value("stop", size_t{0});
+        d.content = a.string("content");
+        d.start = static_cast<size_t>(std::min<uint64_t>(a.unsigned_or("start", 0), 1u << 20));
+        d.stop = static_cast<size_t>(std::min<uint64_t>(a.unsigned_or("stop", 0), 1u << 20));
     } else if (type == "Replace") {
         d.kind = DecKind::kReplace;
-        d.content = j.at("content").get<std::string>();
-        if (!string_pattern(j.at("pattern"), d.pattern))
-            unsupported(file, "decoder Replace with a Regex pattern");
+        d.content = a.string("content");
+        if (!string_pattern(a.at("pattern"), d.pattern))
+            unsupported(a.file, "decoder Replace with a Regex pattern");
     } else {
-        unsupported(file, "decoder " + type);
+        unsupported(a.file, "decoder " + printable(type));
     }
     out.push_back(std::move(d));
 }
 
 // Template ids around the sequence (TemplateProcessing's "single").
-void parse_post_processor(const json& j, const std::string& file, JsonTokenizer& t,
-                          bool& has_template) {
-    if (j.is_null()) return;
-    const std::string type = type_of(j, file, "post_processor");
+void parse_post_processor(const JsonAt& a, JsonTokenizer& t, bool& has_template) {
+    const std::string type = type_of(a);
+    if (type.empty()) return;
+    const std::string& file = a.file;
     if (type == "Sequence") {
-        for (const json& p : j.at("processors")) parse_post_processor(p, file, t, has_template);
+        const JsonAt list = a.array("processors");
+        for (size_t i = 0; i < list.v.size(); ++i)
+            parse_post_processor(list.at(i), t, has_template);
     } else if (type == "ByteLevel") {
         // Only adjusts offsets.
     } else if (type == "TemplateProcessing") {
         has_template = true;
         bool seen_sequence = false;
-        const json& specials = j.at("special_tokens");
-        for (const json& item : j.at("single")) {
-            if (item.contains("Sequence")) {
+        const JsonAt specials = a.object("special_tokens");
+        const JsonAt single = a.array("single");
+        for (size_t i = 0; i < single.v.size(); ++i) {
+            const JsonAt item = single.at(i);
+            item.need("an object", item.v.is_object());
+            if (item.find("Sequence")) {
                 seen_sequence = true;
                 continue;
             }
-            const std::string name = item.at("SpecialToken").at("id").get<std::string>();
-            if (!specials.contains(name))
-                throw Error(ErrorKind::format, file + ": post_processor template names " + name +
+            const std::string name = item.object("SpecialToken").string("id");
+            if (!specials.find(name))
+                throw Error(ErrorKind::format, file + ": post_processor template names " +
+                                                   printable(name) +
                                                    " without an entry in special_tokens");
-            for (const json& id : specials[name].at("ids"))
+            const JsonAt ids = specials.object(name).array("ids");
+            for (const json& id : ids.v)
                 (seen_sequence ? t.suffix_ids_ : t.prefix_ids_)
-                    .push_back(id_value(id, file, "post_processor id of " + name));
+                    .push_back(id_value(id, file, "post_processor id of " + printable(name)));
         }
     } else {
-        unsupported(file, "post_processor " + type);
+        unsupported(file, "post_processor " + printable(type));
     }
 }
 
 void parse_vocab(std::string_view doc, Range r, const std::string& file, JsonTokenizer& t) {
     Scanner s(doc, r.begin, file);
+    if (s.peek() != '{') s.wrong_type("model.vocab", "an object {token: id}");
     s.expect('{');
     std::string key;
     t.vocab_.reserve(static_cast<size_t>((r.end - r.begin) / 12 + 16));
@@ -372,19 +417,26 @@ void parse_vocab(std::string_view doc, Range r, const std::string& file, JsonTok
     do {
         s.string(key);
         s.expect(':');
+        const char c = s.peek();
+        if (c != '-' && (c < '0' || c > '9'))
+            s.wrong_type("model.vocab[\"" + printable(key) + "\"]", "an integer token id");
+        const size_t at = s.pos();
         const long long id = s.integer();
+        const char after = s.peek();
+        if (after == '.' || after == 'e' || after == 'E')
+            s.wrong_type("model.vocab[\"" + printable(key) + "\"]", "an integer token id");
         if (id < 0 || id >= limit)
-            s.fail("token id " + std::to_string(id) + " of \"" + key + "\" is outside [0, " +
-                   std::to_string(limit) + ") for a vocab of " + std::to_string(r.end - r.begin) +
-                   " bytes");
+            s.fail("token id " + printable(doc.substr(at, s.pos() - at), 40) + " of \"" +
+                   printable(key) + "\" is outside [0, " + std::to_string(limit) +
+                   ") for a vocab of " + std::to_string(r.end - r.begin) + " bytes");
         const auto uid = static_cast<size_t>(id);
         if (uid >= t.id_to_piece_.size()) {
             t.id_to_piece_.resize(uid + 1);
             taken.resize(uid + 1);
         }
         if (taken[uid])
-            s.fail("tokens \"" + t.id_to_piece_[uid] + "\" and \"" + key + "\" share id " +
-                   std::to_string(id));
+            s.fail("tokens \"" + printable(t.id_to_piece_[uid]) + "\" and \"" + printable(key) +
+                   "\" share id " + std::to_string(id));
         taken[uid] = true;
         t.id_to_piece_[uid] = key;
         t.vocab_.put(key, static_cast<int>(id));
@@ -394,6 +446,7 @@ void parse_vocab(std::string_view doc, Range r, const std::string& file, JsonTok
 
 void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTokenizer& t) {
     Scanner s(doc, r.begin, file);
+    if (s.peek() != '[') s.wrong_type("model.merges", "an array");
     s.expect('[');
     t.merges_.reserve(static_cast<size_t>((r.end - r.begin) / 24 + 16));  // ~bytes per merge
     if (s.accept(']')) return;
@@ -414,20 +467,29 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
         size_t n = 0;
         for (; n < kBatch && more; ++n) {
             Pending& m = batch[n];
-            if (s.peek() == '"') {  // "left right"
+            const std::string where =
+                "model.merges[" + std::to_string(rank + static_cast<int>(n)) + "]";
+            const char c = s.peek();
+            if (c == '"') {  // "left right"
                 s.string(joined);
                 const size_t sp = joined.find(' ');
                 if (sp == std::string::npos || joined.find(' ', sp + 1) != std::string::npos)
-                    s.fail("merge #" + std::to_string(rank + static_cast<int>(n)) + " \"" + joined +
-                           "\" is not two tokens");
+                    s.fail("merge #" + std::to_string(rank + static_cast<int>(n)) + " \"" +
+                           printable(joined) + "\" is not two tokens");
                 m.a.assign(joined, 0, sp);
                 m.b.assign(joined, sp + 1);
-            } else {  // ["left", "right"]
+            } else if (c == '[') {  // ["left", "right"]
                 s.expect('[');
+                if (s.peek() != '"') s.wrong_type(where + "[0]", "a string");
                 s.string(m.a);
+                if (s.peek() != ',') s.wrong_type(where, "a pair of strings");
                 s.expect(',');
+                if (s.peek() != '"') s.wrong_type(where + "[1]", "a string");
                 s.string(m.b);
+                if (s.peek() != ']') s.wrong_type(where, "a pair of strings");
                 s.expect(']');
+            } else {
+                s.wrong_type(where, "a string \"a b\" or a pair of strings");
             }
             m.ab = m.a;
             m.ab += m.b;
@@ -443,9 +505,10 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
             m.ib = t.vocab_.get(m.b, m.hb);
             m.im = t.vocab_.get(m.ab, m.hab);
             if (m.ia < 0 || m.ib < 0 || m.im < 0)
-                throw Error(ErrorKind::format,
-                            file + ": merge #" + std::to_string(rank + static_cast<int>(k)) + " (" +
-                                m.a + " + " + m.b + ") uses a token missing from the vocab");
+                throw Error(ErrorKind::format, file + ": merge #" +
+                                                   std::to_string(rank + static_cast<int>(k)) +
+                                                   " (" + printable(m.a) + " + " + printable(m.b) +
+                                                   ") uses a token missing from the vocab");
             t.merges_.prefetch(m.ia, m.ib);
         }
         for (size_t k = 0; k < n; ++k, ++rank)
@@ -454,10 +517,14 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
     s.expect(']');
 }
 
-std::string token_content(const json& v) {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content")) return v["content"].get<std::string>();
-    return "";
+// "<s>" or an AddedToken object {"content": "<s>", ...}; "" when absent.
+std::string token_content(const JsonAt& cfg, const char* key) {
+    const json* v = cfg.find(key);
+    if (!v) return "";
+    if (v->is_string()) return v->get<std::string>();
+    const JsonAt a{*v, cfg.child(key), cfg.file};
+    if (v->is_object()) return a.string("content");
+    a.wrong_type(a.path, "a string or {\"content\": string}", *v);
 }
 
 }  // namespace
@@ -467,7 +534,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                                                const std::filesystem::path& tokenizer_config) {
     using namespace tokjson;
     const std::string file = json_file.string();
-    const std::string doc = read_file(json_file);
+    const std::string doc = File(json_file).read_all(kMaxTokenizerFileBytes, "a tokenizer.json");
     auto t = std::make_unique<JsonTokenizer>();
     t->file_ = file;
 
@@ -476,6 +543,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
     {
         Scanner s(doc, 0, file);
         std::string key, mkey;
+        if (s.peek() != '{') s.wrong_type("the document", "a JSON object");
         s.expect('{');
         if (!s.accept('}')) do {
                 s.string(key);
@@ -487,20 +555,20 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                             s.expect(':');
                             s.peek();
                             const size_t b = s.pos();
-                            s.skip_value();
+                            s.skip_value(2);
                             if (mkey == "vocab") vocab = {b, s.pos()};
                             if (mkey == "merges") merges = {b, s.pos()};
                         } while (s.accept(','));
                     s.expect('}');
                 } else {
-                    s.skip_value();
+                    s.skip_value(1);
                 }
             } while (s.accept(','));
         s.expect('}');
     }
     std::string rest;
+    std::vector<std::pair<Range, const char*>> cuts;
     {
-        std::vector<std::pair<Range, const char*>> cuts;
         if (vocab.found()) cuts.push_back({vocab, "{}"});
         if (merges.found()) cuts.push_back({merges, "[]"});
         if (cuts.size() == 2 && cuts[1].first.begin < cuts[0].first.begin)
@@ -513,40 +581,57 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         }
         rest.append(doc, at, std::string::npos);
     }
+    // Offsets in `rest` as offsets in the file.
+    auto doc_offset = [&](size_t pos) {
+        size_t shift = 0;
+        for (const auto& [r, empty] : cuts) {
+            if (pos < r.begin - shift + 2) break;
+            shift += (r.end - r.begin) - 2;
+        }
+        return pos + shift;
+    };
     json j;
+    if (const size_t deep = json_too_deep_at(rest); deep != std::string::npos)
+        throw Error(ErrorKind::format, file + ": JSON nested deeper than " +
+                                           std::to_string(kMaxJsonDepth) + " levels at byte " +
+                                           std::to_string(doc_offset(deep)));
     try {
         j = json::parse(rest);
-    } catch (const json::exception& e) {
-        throw Error(ErrorKind::format, file + ": malformed JSON: " + e.what());
+    } catch (const json::parse_error& e) {
+        std::string what = e.what();
+        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+        throw Error(ErrorKind::format, file + ": malformed JSON at byte " +
+                                           std::to_string(doc_offset(e.byte ? e.byte - 1 : 0)) +
+                                           ": " + printable(what, 300));
     }
+    rest = std::string();
 
     try {
-        if (!j.contains("model")) throw Error(ErrorKind::format, file + ": no \"model\"");
-        const json& m = j["model"];
-        const std::string mtype = m.value("type", std::string(merges.found() ? "BPE" : ""));
-        if (mtype != "BPE") unsupported(file, "model type \"" + mtype + "\"");
+        const JsonAt root{j, "", file};
+        if (!root.find("model")) throw Error(ErrorKind::format, file + ": no \"model\"");
+        const JsonAt m = root.object("model");
+        const std::string mtype = m.string_or("type", merges.found() ? "BPE" : "");
+        if (mtype != "BPE") unsupported(file, "model type \"" + printable(mtype) + "\"");
         if (!vocab.found() || !merges.found())
             throw Error(ErrorKind::format, file + ": BPE model without vocab or merges");
-        if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() != 0.0)
-            unsupported(file, "BPE dropout");
+        if (m.number_or("dropout", 0.0) != 0.0) unsupported(file, "BPE dropout");
         for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
-            if (m.contains(k) && !m[k].is_null() && !m[k].get<std::string>().empty())
-                unsupported(file, std::string("BPE ") + k);
+            if (!m.string_or(k, "").empty()) unsupported(file, std::string("BPE ") + k);
         for (const char* k : {"truncation", "padding"})
-            if (j.contains(k) && !j[k].is_null()) unsupported(file, k);
-        t->byte_fallback_ = m.value("byte_fallback", false);
-        t->fuse_unk_ = m.value("fuse_unk", false);
-        t->ignore_merges_ = m.value("ignore_merges", false);
+            if (root.find(k)) unsupported(file, k);
+        t->byte_fallback_ = m.boolean_or("byte_fallback", false);
+        t->fuse_unk_ = m.boolean_or("fuse_unk", false);
+        t->ignore_merges_ = m.boolean_or("ignore_merges", false);
 
         parse_vocab(doc, vocab, file, *t);
         const size_t vocab_entries = t->id_to_piece_.size();  // highest vocab id + 1
         parse_merges(doc, merges, file, *t);
-        if (m.contains("unk_token") && m["unk_token"].is_string()) {
-            const std::string unk = m["unk_token"].get<std::string>();
+        if (m.find("unk_token")) {
+            const std::string unk = m.string("unk_token");
             t->unk_id_ = t->vocab_.get(unk);
             if (t->unk_id_ < 0)
                 throw Error(ErrorKind::format,
-                            file + ": unk_token " + unk + " is not in the vocab");
+                            file + ": unk_token " + printable(unk) + " is not in the vocab");
         }
         for (int b = 0; b < 256; ++b) {
             char name[8];
@@ -554,26 +639,35 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
             t->byte_ids_[b] = t->vocab_.get(name);
         }
 
-        parse_normalizer(j.value("normalizer", json()), file, t->normalizer_);
-        parse_pre_tokenizer(j.value("pre_tokenizer", json()), file, t->pre_);
-        parse_decoder(j.value("decoder", json()), file, t->decoder_);
+        // Subtrees by reference: json::value() would deep-copy each (recursively).
+        static const json kNull;
+        auto member = [&](const char* key) {
+            const json* v = root.find(key);
+            return JsonAt{v ? *v : kNull, key, file};
+        };
+        parse_normalizer(member("normalizer"), t->normalizer_);
+        parse_pre_tokenizer(member("pre_tokenizer"), t->pre_);
+        parse_decoder(member("decoder"), t->decoder_);
 
-        if (j.contains("added_tokens")) {
-            for (const json& a : j["added_tokens"]) {
+        if (root.find("added_tokens")) {
+            const JsonAt added = root.array("added_tokens");
+            for (size_t i = 0; i < added.v.size(); ++i) {
+                const JsonAt a = added.at(i);
+                a.need("an object", a.v.is_object());
                 AddedToken at;
-                at.id = id_value(a.at("id"), file, "added token id");
-                at.content = a.at("content").get<std::string>();
-                at.special = a.value("special", false);
-                at.normalized = a.value("normalized", !at.special);
+                at.id = id_value(a.at("id").v, file, "added token id");
+                at.content = a.string("content");
+                at.special = a.boolean_or("special", false);
+                at.normalized = a.boolean_or("normalized", !at.special);
                 for (const char* k : {"lstrip", "rstrip", "single_word"})
-                    if (a.value(k, false))
-                        unsupported(file, std::string("added token ") + at.content + " with " + k);
+                    if (a.boolean_or(k, false))
+                        unsupported(file, "added token " + printable(at.content) + " with " + k);
                 // Added tokens extend the vocab (Llama 3's specials follow its
                 // 128000 BPE tokens) or name some of its entries (Gemma).
-                const size_t limit = vocab_entries + j["added_tokens"].size();
+                const size_t limit = vocab_entries + added.v.size();
                 if (at.id < 0 || static_cast<size_t>(at.id) >= limit)
                     throw Error(ErrorKind::format,
-                                file + ": added token \"" + at.content + "\" has id " +
+                                file + ": added token \"" + printable(at.content) + "\" has id " +
                                     std::to_string(at.id) + ", outside [0, " +
                                     std::to_string(limit) + ") (vocab plus added tokens)");
                 const auto uid = static_cast<size_t>(at.id);
@@ -597,28 +691,29 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
         }
 
         bool has_template = false;
-        parse_post_processor(j.value("post_processor", json()), file, *t, has_template);
+        parse_post_processor(member("post_processor"), *t, has_template);
 
         // tokenizer_config.json: BOS/EOS names, and add_bos/eos_token when the
         // tokenizer.json itself has no template.
         json cfg;
-        if (!tokenizer_config.empty() && std::filesystem::exists(tokenizer_config)) {
-            try {
-                cfg = json::parse(read_file(tokenizer_config));
-            } catch (const json::exception& e) {
+        std::optional<File> cfg_file;
+        if (!tokenizer_config.empty()) cfg_file = File::open_if_exists(tokenizer_config);
+        if (cfg_file) {
+            std::string error;
+            if (!try_parse_json(cfg_file->read_all(kMaxConfigFileBytes, "a JSON config"), cfg,
+                                error))
                 throw Error(ErrorKind::format,
-                            tokenizer_config.string() + ": malformed JSON: " + e.what());
-            }
+                            tokenizer_config.string() + ": malformed JSON (" + error + ")");
         }
         if (cfg.is_object()) {
-            if (cfg.contains("bos_token"))
-                t->bos_id_ = t->token_id(token_content(cfg["bos_token"]));
-            if (cfg.contains("eos_token"))
-                t->eos_id_ = t->token_id(token_content(cfg["eos_token"]));
+            const std::string cfg_name = tokenizer_config.string();
+            const JsonAt c{cfg, "", cfg_name};
+            if (c.find("bos_token")) t->bos_id_ = t->token_id(token_content(c, "bos_token"));
+            if (c.find("eos_token")) t->eos_id_ = t->token_id(token_content(c, "eos_token"));
             if (!has_template) {
-                if (cfg.value("add_bos_token", false) && t->bos_id_ >= 0)
+                if (c.boolean_or("add_bos_token", false) && t->bos_id_ >= 0)
                     t->prefix_ids_.push_back(t->bos_id_);
-                if (cfg.value("add_eos_token", false) && t->eos_id_ >= 0)
+                if (c.boolean_or("add_eos_token", false) && t->eos_id_ >= 0)
                     t->suffix_ids_.push_back(t->eos_id_);
             }
         } else if (!t->prefix_ids_.empty()) {
@@ -629,8 +724,10 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
                 if (id < 0 || id >= t->vocab_size())
                     throw Error(ErrorKind::format, file + ": post_processor id " +
                                                        std::to_string(id) + " is outside the vocab");
+        t->init_chunking();
     } catch (const json::exception& e) {
-        throw Error(ErrorKind::format, file + ": unexpected JSON structure: " + e.what());
+        throw Error(ErrorKind::format,
+                    file + ": unexpected JSON structure: " + printable(e.what(), 300));
     }
     return t;
 }

@@ -1,18 +1,16 @@
 // SentencePiece tokenizer (tokenizer.model) through libsentencepiece, with the
 // BOS/EOS settings of tokenizer_config.json. Decoding follows the library's own
 // rules (byte-fallback pieces, the dropped leading space, control tokens).
-#include "tokenizer/tokenizer.hpp"
-
-#include <fstream>
-#include <iterator>
-#include <sstream>
-#include <string_view>
-#include <unordered_map>
-
-#include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "base/file.hpp"
+#include "base/json.hpp"
 #include "staticlm/error.hpp"
+#include "tokenizer/sp_model.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace staticlm {
 namespace {
@@ -25,118 +23,39 @@ struct SpecialSettings {
     std::string eos_token;
 };
 
-std::string token_string(const nlohmann::json& v, const std::filesystem::path& file,
-                         const char* key) {
+std::string token_string(const JsonAt& cfg, const char* key) {
     // Either "<s>" or an AddedToken object {"content": "<s>", ...}.
-    if (v.is_null()) return {};
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string())
-        return v["content"].get<std::string>();
-    throw Error(ErrorKind::format, file.string() + ": \"" + key +
-                                       "\" is neither a string nor {\"content\": string}");
+    const nlohmann::json* v = cfg.find(key);
+    if (!v) return {};
+    if (v->is_string()) return v->get<std::string>();
+    if (v->is_object() && v->contains("content") && (*v)["content"].is_string())
+        return (*v)["content"].get<std::string>();
+    throw Error(ErrorKind::format,
+                cfg.file + ": \"" + key + "\" is neither a string nor {\"content\": string}");
 }
 
-bool flag(const nlohmann::json& cfg, const char* key, bool fallback,
-          const std::filesystem::path& file) {
-    auto it = cfg.find(key);
-    if (it == cfg.end() || it->is_null()) return fallback;
-    if (!it->is_boolean())
-        throw Error(ErrorKind::format, file.string() + ": \"" + key + "\" is not a boolean");
-    return it->get<bool>();
+bool flag(const JsonAt& cfg, const char* key, bool fallback) {
+    const nlohmann::json* v = cfg.find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean())
+        throw Error(ErrorKind::format, cfg.file + ": \"" + key + "\" is not a boolean");
+    return v->get<bool>();
 }
 
 SpecialSettings read_special_settings(const std::filesystem::path& file) {
     SpecialSettings s;
-    if (file.empty() || !std::filesystem::exists(file)) return s;  // optional file
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, "cannot read " + file.string());
-    nlohmann::json cfg;
-    try {
-        cfg = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(ErrorKind::format, file.string() + ": invalid JSON: " + e.what());
-    }
-    if (!cfg.is_object()) throw Error(ErrorKind::format, file.string() + ": not a JSON object");
-    s.add_bos = flag(cfg, "add_bos_token", true, file);
-    s.add_eos = flag(cfg, "add_eos_token", false, file);
-    if (cfg.contains("bos_token")) s.bos_token = token_string(cfg["bos_token"], file, "bos_token");
-    if (cfg.contains("eos_token")) s.eos_token = token_string(cfg["eos_token"], file, "eos_token");
+    if (file.empty()) return s;
+    const std::optional<File> f = File::open_if_exists(file);  // optional file
+    if (!f) return s;
+    const std::string name = file.string();
+    const nlohmann::json cfg = parse_json(f->read_all(kMaxConfigFileBytes, "a JSON config"), name);
+    if (!cfg.is_object()) throw Error(ErrorKind::format, name + ": not a JSON object");
+    const JsonAt c{cfg, "", name};
+    s.add_bos = flag(c, "add_bos_token", true);
+    s.add_eos = flag(c, "add_eos_token", false);
+    s.bos_token = token_string(c, "bos_token");
+    s.eos_token = token_string(c, "eos_token");
     return s;
-}
-
-// A reader of the protobuf wire format, just enough to walk ModelProto.
-struct Wire {
-    std::string_view in;
-    size_t at = 0;
-    bool ok = true;
-
-    bool done() const { return !ok || at >= in.size(); }
-    uint64_t varint() {
-        uint64_t v = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at >= in.size()) break;
-            const auto b = static_cast<unsigned char>(in[at++]);
-            v |= uint64_t(b & 0x7F) << shift;
-            if (!(b & 0x80)) return v;
-        }
-        ok = false;
-        return 0;
-    }
-    // Reads one field; a length-delimited payload is returned in `bytes`.
-    bool field(uint32_t& number, std::string_view& bytes) {
-        const uint64_t key = varint();
-        number = uint32_t(key >> 3);
-        bytes = {};
-        switch (key & 7) {
-            case 0: varint(); break;
-            case 1: skip(8); break;
-            case 5: skip(4); break;
-            case 2: {
-                const uint64_t n = varint();
-                if (n > in.size() - std::min(at, in.size())) ok = false;
-                if (ok) bytes = in.substr(at, size_t(n));
-                skip(size_t(n));
-                break;
-            }
-            default: ok = false;  // groups are not used by ModelProto
-        }
-        return ok;
-    }
-    void skip(size_t n) {
-        if (n > in.size() - std::min(at, in.size())) ok = false;
-        else at += n;
-    }
-};
-
-// libsentencepiece builds its piece tries without checking what it puts in
-// them, and a piece that is empty or holds a NUL byte makes it throw through
-// code that cannot unwind (std::terminate, found by fuzz_sentencepiece). So
-// the pieces are read here first. A message that does not parse is left to
-// the library, which reports it as a status.
-void check_pieces(std::string_view proto, const std::string& file) {
-    Wire model{proto};
-    std::unordered_map<std::string_view, size_t> seen;
-    size_t index = 0;
-    uint32_t number = 0;
-    std::string_view bytes;
-    while (!model.done() && model.field(number, bytes)) {
-        if (number != 1) continue;  // ModelProto.pieces = 1
-        Wire sp{bytes};
-        std::string_view piece;  // SentencePiece.piece = 1; the last one wins
-        std::string_view b;
-        while (!sp.done() && sp.field(number, b))
-            if (number == 1) piece = b;
-        if (!sp.ok) return;
-        const std::string where = file + ": piece " + std::to_string(index);
-        if (piece.empty()) throw Error(ErrorKind::format, where + " is empty");
-        if (piece.find('\0') != std::string_view::npos)
-            throw Error(ErrorKind::format, where + " contains a NUL byte");
-        const auto [it, fresh] = seen.emplace(piece, index);
-        if (!fresh)
-            throw Error(ErrorKind::format,
-                        where + " repeats piece " + std::to_string(it->second));
-        ++index;
-    }
 }
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -144,13 +63,9 @@ public:
     SentencePieceTokenizer(const std::filesystem::path& model_file,
                            const std::filesystem::path& tokenizer_config)
         : file_(model_file.string()) {
-        if (!std::filesystem::is_regular_file(model_file))
-            throw Error(ErrorKind::io, "SentencePiece model not found: " + file_);
-        std::ifstream in(model_file, std::ios::binary);
-        if (!in) throw Error(ErrorKind::io, "cannot read " + file_);
-        const std::string proto((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-        check_pieces(proto, file_);
+        const std::string proto =
+            File(model_file).read_all(kMaxTokenizerFileBytes, "a tokenizer.model");
+        const SpModelFacts facts = check_sentencepiece_model(proto, file_);
         const auto status = sp_.LoadFromSerializedProto(proto);
         if (!status.ok())
             throw Error(ErrorKind::format,
@@ -160,6 +75,7 @@ public:
         add_eos_ = special.add_eos;
         bos_ = resolve(special.bos_token, sp_.bos_id(), tokenizer_config, "bos_token");
         eos_ = resolve(special.eos_token, sp_.eos_id(), tokenizer_config, "eos_token");
+        init_chunking(facts);
     }
 
     std::vector<int> encode(std::string_view text, bool add_special) const override {
@@ -173,6 +89,25 @@ public:
         return ids;
     }
 
+protected:
+    std::vector<int> encode_in_chunks(std::string_view text, bool add_special, size_t max_tokens,
+                                      size_t chunk_bytes) const override {
+        check_utf8(text, file_);
+        return encode_chunks(
+            text, max_tokens, chunk_bytes, chunk_,
+            [&](std::string_view chunk, bool first, bool last, std::vector<int>& out) {
+                std::vector<int> ids;
+                const auto status = sp_.Encode(chunk, &ids);
+                if (!status.ok())
+                    throw Error(ErrorKind::input,
+                                file_ + ": cannot encode text: " + status.ToString());
+                if (first && add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+                out.insert(out.end(), ids.begin(), ids.end());
+                if (last && add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
+            });
+    }
+
+public:
     std::string decode(const std::vector<int>& ids) const override {
         for (size_t i = 0; i < ids.size(); ++i) check_id(ids[i], i);
         std::string text;
@@ -218,7 +153,39 @@ private:
         return id;
     }
 
+    // Cuts are exact when every piece boundary falls at each "letter ▁ letter"
+    // of the normalized text: a BPE model (merges are local; a unigram model's
+    // Viterbi sums could round differently), spaces escaped as ▁ and not
+    // attached as suffixes, a charsmap that leaves ASCII alone, no piece with
+    // a raw space, "▁" a piece, and the letter before a cut never followed by
+    // ▁ inside a piece. The space at a cut is re-created by the dummy prefix
+    // (or kept at the chunk's start when extra whitespace is kept).
+    void init_chunking(const SpModelFacts& f) {
+        if (!f.bpe || !f.escape_whitespaces || f.treat_whitespace_as_suffix ||
+            f.charsmap_touches_ascii)
+            return;
+        if (f.add_dummy_prefix)
+            chunk_.drop_space = true;
+        else if (!f.remove_extra_whitespaces)
+            chunk_.drop_space = false;
+        else
+            return;
+        constexpr std::string_view kSpace = "\xE2\x96\x81";
+        bool have_space = false;
+        for (std::string_view p : f.pieces) {
+            if (p.find(' ') != std::string_view::npos) return;
+            have_space |= p == kSpace;
+            chunk_.forbid_before(p, kSpace);
+        }
+        if (!have_space) return;
+        for (char c = 'A'; c <= 'z'; ++c)
+            if (token_id(std::string(1, c)) < 0)
+                chunk_.bad_before[static_cast<unsigned char>(c)] = true;
+        chunk_.enabled = true;
+    }
+
     sentencepiece::SentencePieceProcessor sp_;
+    ChunkRule chunk_;
     std::string file_;
     bool add_bos_ = true;
     bool add_eos_ = false;

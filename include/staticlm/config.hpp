@@ -3,6 +3,7 @@
 // pass reads these fields; it never tests an architecture name.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ struct LayerConfig {
     bool layer_scalar = false;     // a [1] layer_scalar tensor scales the residual after the layer (Gemma 4)
 };
 
+// Sampling settings a checkpoint recommends in generation_config.json; a key
+// the file lacks stays unset. (suggested_sampling() in generate.hpp applies them.)
+struct GenerationConfig {
+    std::optional<bool> do_sample;
+    std::optional<float> temperature;
+    std::optional<int> top_k;
+    std::optional<float> top_p;
+    std::optional<float> min_p;
+    std::optional<float> repetition_penalty;
+};
+
 struct ModelConfig {
     std::string architecture;  // as in config.json, for display
     std::string family;        // the family that read it ("llama", "gemma4": model/families/), for display
@@ -51,6 +63,7 @@ struct ModelConfig {
     std::vector<int> eos_ids;
     int pad_id = -1;
     bool add_bos = true;
+    GenerationConfig generation;
 
     std::vector<LayerConfig> layers;
 };

@@ -16,6 +16,8 @@ enum class ErrorKind {
     config,        // invalid session/generation settings (buckets, threads, ...)
     input,         // invalid call input: empty, token id out of range, bad UTF-8
     capacity,      // P + T > max_seq and similar limits
+    busy,          // a session entered by a second thread while a call is running
+    aborted,       // a callback asked to stop (load progress)
 };
 
 inline const char* error_kind_name(ErrorKind kind) {
@@ -27,6 +29,8 @@ inline const char* error_kind_name(ErrorKind kind) {
         case ErrorKind::config: return "config";
         case ErrorKind::input: return "input";
         case ErrorKind::capacity: return "capacity";
+        case ErrorKind::busy: return "busy";
+        case ErrorKind::aborted: return "aborted";
     }
     return "?";
 }

@@ -13,14 +13,23 @@ namespace staticlm {
 
 class Session;
 class Tokenizer;
+struct ModelConfig;
+
+// Below this temperature sampling is greedy: 1/T would overflow float (and
+// any T this small picks the argmax anyway, up to exact ties).
+constexpr float kGreedyTemperature = 1e-6f;
+// repetition_penalty is accepted in [kMinRepetitionPenalty, kMaxRepetitionPenalty]:
+// outside, dividing or multiplying logits by it can overflow to inf.
+constexpr float kMinRepetitionPenalty = 1e-3f;
+constexpr float kMaxRepetitionPenalty = 1e3f;
 
 struct SamplingOptions {
-    float temperature = 0.0f;  // <= 0: greedy (argmax)
+    float temperature = 0.0f;  // < kGreedyTemperature (0, negative): greedy (argmax)
     int top_k = 0;             // 0: off
-    float top_p = 1.0f;        // 1: off
-    float min_p = 0.0f;        // 0: off
+    float top_p = 1.0f;        // in (0, 1]; 1: off
+    float min_p = 0.0f;        // in [0, 1]; 0: off
     float repetition_penalty = 1.0f;  // 1: off (HF rule: divide positive logits, multiply negative)
-    int repetition_window = 64;       // how many recent tokens the penalty looks at
+    int repetition_window = 64;       // how many recent tokens the penalty looks at (>= 0)
     uint64_t seed = 0;
 };
 
@@ -29,6 +38,8 @@ public:
     Sampler(int vocab, const SamplingOptions& options);
     // Picks the next token from logits [vocab]; `recent` feeds the repetition penalty.
     int sample(std::span<const float> logits, std::span<const int> recent);
+    // Starts over with new options (as a new Sampler of the same vocabulary; no allocation).
+    void reset(const SamplingOptions& options);
     const SamplingOptions& options() const { return options_; }
 
 private:
@@ -41,11 +52,27 @@ private:
     int step_ = 0;
 };
 
+// The sampling settings staticlm suggests for a model when the caller gives
+// none (the CLI's defaults): temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
+// repetition_penalty 1, seed 42 — each replaced by the model's
+// generation_config.json value when it has one ("do_sample": false means greedy).
+SamplingOptions suggested_sampling(const ModelConfig& config);
+
+// Called once per generated token with the text that token completes (may be
+// empty: incomplete UTF-8 and text that may start a stop string are held
+// back), and once with token -1 for text still held at the end. Returning
+// false stops generation (StopReason::aborted).
+struct TokenSink {
+    bool (*fn)(void* ctx, int token, std::string_view text) = nullptr;
+    void* ctx = nullptr;
+};
+
 struct GenerateOptions {
     SamplingOptions sampling;
-    int max_tokens = 256;
+    int max_tokens = 256;                   // -1: until a stop id, a stop string or the capacity
     std::vector<int> stop_ids;              // empty: the model's EOS ids
     std::vector<std::string> stop_strings;  // generation ends before these (text not emitted)
+    TokenSink on_token;                     // optional
 };
 
 struct GenerateStats {
@@ -60,7 +87,14 @@ struct GenerateStats {
     }
 };
 
-enum class StopReason { eos, stop_string, max_tokens, capacity };
+enum class StopReason {
+    eos,          // a stop id (the model's EOS ids by default) was sampled
+    stop_string,  // a stop string appeared in the text
+    max_tokens,   // max_tokens were generated
+    capacity,     // the session is full (pos == max_seq)
+    aborted,      // the TokenSink returned false
+};
+const char* stop_reason_name(StopReason reason);
 
 struct GenerateResult {
     std::vector<int> tokens;  // generated ids (the stop id included when it ended on one)

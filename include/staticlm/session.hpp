@@ -1,7 +1,10 @@
 // Session: the static runtime of RUNTIME.md. Everything (KV cache, workspace,
 // logits) is allocated at construction; prefill / append / decode / rewind
 // then allocate nothing. Every call succeeds completely or throws Error and
-// leaves the session as it was.
+// leaves the session as it was. A session is used by one thread at a time: a
+// call entered while another is running throws Error(busy). Any number of
+// sessions may share one Model, each on its own thread. Logits that are not
+// finite are an Error(model) naming the first layer that produced them.
 #pragma once
 
 #include <cstddef>
@@ -15,12 +18,19 @@ namespace staticlm {
 
 class Model;
 
+// The default bucket sets for a capacity K: {64, 128, 256, 512} (prefill) and
+// {16, 32, 64} (append), without the sizes above K, plus K itself when K is
+// below the largest (so a prompt of up to K tokens runs as one block).
+std::vector<int> default_prefill_buckets(int max_seq);
+std::vector<int> default_append_buckets(int max_seq);
+
 struct SessionOptions {
     int max_seq = 2048;                               // K
+    // The defaults of K = 2048; for another K use default_*_buckets(K).
     std::vector<int> prefill_buckets = {64, 128, 256, 512};
     std::vector<int> append_buckets = {16, 32, 64};
     KvType kv = KvType::f16;
-    int threads = 0;          // 0: all cores
+    int threads = 0;          // 0: all cores; at most max_threads()
     bool all_logits = false;  // keep a [Q_max][vocab] buffer so sinks can see every row
     bool ring_sliding = false;  // sliding layers keep window + Q_max slots
 };

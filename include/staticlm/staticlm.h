@@ -1,62 +1,298 @@
-/* The C API of staticlm: opaque handles over Model and Session. Every call
- * that can fail returns a status (0 = ok) and leaves a message readable with
- * slm_last_error() (per thread). No call aborts on bad input. */
+/* The C API of staticlm, version 1: load a model, run sessions (prefill /
+ * append / decode over a static KV cache), tokenize and detokenize, sample,
+ * generate with a streaming callback, and render chat templates.
+ *
+ * Contract (docs/EMBEDDING.md says the same at length):
+ * - Errors. Calls that can fail return an slm_status (SLM_OK = 0); calls that
+ *   return a count return -1. Either way slm_last_error() then holds a message
+ *   naming the file, value or limit involved (per thread, valid until the next
+ *   staticlm call on that thread). No call aborts or throws on bad input.
+ * - Parameters. Every *_params struct starts with `size`; get one from its
+ *   *_default_params() call and change the fields you need. A library reads
+ *   only the `size` bytes it is given, so programs built against this header
+ *   keep working with later libraries that add fields. NULL means defaults.
+ * - Ownership. *_create / slm_model_load allocate, the matching *_free
+ *   releases (NULL is ignored). Sessions, samplers and detokenizers keep their
+ *   model's weights and tokenizer alive, so a model may be freed first. A chat
+ *   uses its session: free the chat before the session. Strings passed in are
+ *   copied when needed; pointers returned (logits, text) stay valid until the
+ *   next call on the same object.
+ * - Threads. A model is immutable after loading: any number of threads may use
+ *   it at once (tokenize, detokenize, create sessions). A session, and a chat or
+ *   sampler or detokenizer, is used by one thread at a time; a call that enters
+ *   a session while another call on it is running (another thread, or a
+ *   callback of that session) returns SLM_ERR_BUSY and changes nothing.
+ *   Callbacks run on the thread that made the call.
+ * - Thread counts are 0 (all CPUs) or 1 .. slm_max_threads() (4 x the CPUs the
+ *   process may run on). */
 #ifndef STATICLM_STATICLM_H
 #define STATICLM_STATICLM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define SLM_VERSION_MAJOR 0
+#define SLM_VERSION_MINOR 1
+#define SLM_VERSION_PATCH 0
+#define SLM_VERSION_STRING "0.1.0"
+/* The C API's own version: functions and struct layouts of version N stay
+ * valid in every later library of the same N (libstaticlm.so.N). */
+#define SLM_API_VERSION 1
+
+#if defined(_WIN32)
+#define SLM_API
+#elif defined(__GNUC__)
+#define SLM_API __attribute__((visibility("default")))
+#else
+#define SLM_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* ---------------------------------------------------------------- basics */
+
+typedef enum slm_status {
+    SLM_OK = 0,
+    SLM_ERR_IO = 1,          /* a file or directory cannot be read */
+    SLM_ERR_FORMAT = 2,      /* a file is malformed */
+    SLM_ERR_UNSUPPORTED = 3, /* a valid file asks for something staticlm does not do */
+    SLM_ERR_MODEL = 4,       /* tensors missing or misshaped; non-finite logits */
+    SLM_ERR_CONFIG = 5,      /* invalid settings (params out of range) */
+    SLM_ERR_INPUT = 6,       /* invalid input: NULL, empty, token id out of range, bad UTF-8 */
+    SLM_ERR_CAPACITY = 7,    /* the session's max_seq would be exceeded */
+    SLM_ERR_BUSY = 8,        /* the session is in use by another call */
+    SLM_ERR_ABORTED = 9,     /* a callback asked to stop (model loading) */
+    SLM_ERR_INTERNAL = 100   /* anything else (out of memory, a bug) */
+} slm_status;
+
+/* "0.1.0": the library's version (compare with SLM_VERSION_STRING). */
+SLM_API const char* slm_version(void);
+/* The library's SLM_API_VERSION. */
+SLM_API int slm_api_version(void);
+/* "ok", "io", "format", ... "internal". */
+SLM_API const char* slm_status_name(slm_status status);
+/* The message of the last failed call on this thread ("" after a success). */
+SLM_API const char* slm_last_error(void);
+/* The largest thread count accepted: 4 x the CPUs this process may run on. */
+SLM_API int slm_max_threads(void);
+
+typedef enum slm_log_level { SLM_LOG_ERROR = 0, SLM_LOG_WARN = 1, SLM_LOG_INFO = 2 } slm_log_level;
+/* Receives one line (no trailing newline). */
+typedef void (*slm_log_fn)(slm_log_level level, const char* message, void* user_data);
+/* Loading progress in [0, 1]; return non-zero to go on, 0 to cancel the load
+ * (slm_model_load then returns SLM_ERR_ABORTED). */
+typedef int (*slm_progress_fn)(float progress, void* user_data);
+
+/* ---------------------------------------------------------------- models */
+
 typedef struct slm_model slm_model;
+
+typedef enum slm_weights {
+    SLM_WEIGHTS_Q8 = 0, /* int8, one scale per 32 inputs */
+    SLM_WEIGHTS_F16 = 1,
+    SLM_WEIGHTS_BF16 = 2,
+    SLM_WEIGHTS_F32 = 3
+} slm_weights;
+
+typedef struct slm_model_params {
+    size_t size;               /* sizeof(slm_model_params) */
+    slm_weights weights;       /* SLM_WEIGHTS_Q8; converted at load */
+    int threads;               /* 0: all CPUs */
+    int load_tokenizer;        /* 1; 0: no tokenizer (ids only) */
+    int prefer_tokenizer_json; /* 0: tokenizer.model when both exist */
+    slm_progress_fn progress;  /* NULL: none */
+    void* progress_user_data;
+    slm_log_fn log;            /* NULL: silent. Used by this model and its sessions. */
+    void* log_user_data;
+} slm_model_params;
+
+SLM_API slm_model_params slm_model_default_params(void);
+/* path: a Hugging Face model directory (config.json, *.safetensors, tokenizer
+ * files) or a llama2.c .bin file. params: NULL for the defaults. */
+SLM_API slm_status slm_model_load(const char* path, const slm_model_params* params, slm_model** out);
+SLM_API void slm_model_free(slm_model* model);
+
+SLM_API int slm_model_vocab(const slm_model* model);
+/* The trained context (max_position_embeddings); 0 when the model does not say. */
+SLM_API int slm_model_context_length(const slm_model* model);
+/* The BOS id, or -1. Whether slm_tokenize(add_special = 1) prepends it: slm_model_add_bos. */
+SLM_API int slm_model_bos(const slm_model* model);
+SLM_API int slm_model_add_bos(const slm_model* model);
+/* The first EOS id, or -1; all of them through slm_model_eos_ids (returns the count). */
+SLM_API int slm_model_eos(const slm_model* model);
+SLM_API int slm_model_eos_ids(const slm_model* model, int32_t* ids, int cap);
+SLM_API int slm_model_is_eos(const slm_model* model, int32_t token);
+/* The name of the chat template slm_chat_* use ("llama3", "gemma4", ..., "plain"). */
+SLM_API const char* slm_model_chat_format(const slm_model* model);
+
+/* ---------------------------------------------------------------- tokens */
+
+/* Writes up to cap ids of text (NUL-terminated UTF-8); returns the number of
+ * ids (which may exceed cap: call again with a larger buffer), or -1.
+ * add_special: prepend BOS when the model's tokenizer config says so. */
+SLM_API int slm_tokenize(const slm_model* model, const char* text, int add_special, int32_t* ids, int cap);
+/* Writes the text of a whole id sequence, NUL-terminated, into text (up to cap
+ * bytes); returns its length without the NUL (may exceed cap - 1), or -1.
+ * Decoding ids one at a time with this call loses the spaces SentencePiece
+ * pieces carry: stream with slm_detokenizer instead. */
+SLM_API int slm_detokenize(const slm_model* model, const int32_t* ids, int n, char* text, int cap);
+/* The vocabulary piece of a token as the tokenizer stores it ("▁upon",
+ * "Ġupon", "<0x0A>", "<|eot_id|>"), NUL-terminated; returns its length or -1.
+ * For display and debugging: it is not the token's text. */
+SLM_API int slm_token_to_piece(const slm_model* model, int32_t token, char* piece, int cap);
+
+/* Streaming detokenization: push ids one at a time, get the text each one
+ * completes — valid UTF-8 only (incomplete byte sequences are held back),
+ * spaces as the whole sequence's decode has them. */
+typedef struct slm_detokenizer slm_detokenizer;
+SLM_API slm_status slm_detokenizer_create(const slm_model* model, slm_detokenizer** out);
+/* *text / *len: the newly completed text (not NUL-terminated; may be empty),
+ * valid until the next call on this detokenizer. */
+SLM_API slm_status slm_detokenizer_push(slm_detokenizer* d, int32_t token, const char** text, size_t* len);
+/* Whatever is still held back (an incomplete sequence becomes U+FFFD); then
+ * the detokenizer starts afresh. */
+SLM_API slm_status slm_detokenizer_flush(slm_detokenizer* d, const char** text, size_t* len);
+SLM_API void slm_detokenizer_free(slm_detokenizer* d);
+
+/* -------------------------------------------------------------- sessions */
+
 typedef struct slm_session slm_session;
 
-typedef enum { SLM_WEIGHTS_Q8 = 0, SLM_WEIGHTS_F16 = 1, SLM_WEIGHTS_BF16 = 2, SLM_WEIGHTS_F32 = 3 } slm_weights;
-typedef enum { SLM_KV_F16 = 0, SLM_KV_F32 = 1 } slm_kv;
+typedef enum slm_kv { SLM_KV_F16 = 0, SLM_KV_F32 = 1 } slm_kv;
 
-/* Status codes: 0 ok, otherwise 1 + staticlm::ErrorKind (io, format, unsupported,
- * model, config, input, capacity), or 100 for any other failure. */
-typedef int slm_status;
+typedef struct slm_session_params {
+    size_t size;                /* sizeof(slm_session_params) */
+    int max_seq;                /* 0: min(2048, the model's context length) */
+    const int* prefill_buckets; /* NULL: 64, 128, 256, 512 up to max_seq (and max_seq) */
+    size_t n_prefill_buckets;
+    const int* append_buckets;  /* NULL: 16, 32, 64 up to max_seq (and max_seq) */
+    size_t n_append_buckets;
+    slm_kv kv;                  /* SLM_KV_F16 */
+    int threads;                /* 0: all CPUs */
+    int ring_sliding;           /* 0; 1: sliding-window layers keep window + bucket slots */
+} slm_session_params;
 
-const char* slm_last_error(void);
+SLM_API slm_session_params slm_session_default_params(void);
+/* Allocates everything the session will ever use (KV cache, workspace). */
+SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params* params, slm_session** out);
+SLM_API void slm_session_free(slm_session* session);
 
-slm_status slm_model_load(const char* dir, slm_weights weights, int threads, slm_model** out);
-void slm_model_free(slm_model* model);
-int slm_model_vocab(const slm_model* model);
+/* Weight formats by name ("q8", "f16", "bf16", "f32"): the slm_weights value,
+ * or -1 for a name that is none; and back ("?" for a value that is none). */
+SLM_API int slm_weights_from_name(const char* name);
+SLM_API const char* slm_weights_name(slm_weights weights);
 
-typedef struct {
-    int max_seq;
-    const int* prefill_buckets;
-    int n_prefill_buckets;
-    const int* append_buckets;
-    int n_append_buckets;
-    slm_kv kv;
-    int threads; /* 0: all cores */
-} slm_session_options;
+/* Each runs tokens through the model and points *logits (may be NULL) at the
+ * [vocab] logits of the last token, valid until the next call on the session.
+ * prefill = reset + append. On error the session is as it was. */
+SLM_API slm_status slm_prefill(slm_session* s, const int32_t* tokens, size_t n, const float** logits);
+SLM_API slm_status slm_append(slm_session* s, const int32_t* tokens, size_t n, const float** logits);
+SLM_API slm_status slm_decode(slm_session* s, int32_t token, const float** logits);
+/* Forgets the last n tokens. */
+SLM_API slm_status slm_rewind(slm_session* s, int n);
+SLM_API slm_status slm_reset(slm_session* s);
+/* Tokens in the cache (the next position), and the capacity; -1 for NULL. */
+SLM_API int slm_pos(const slm_session* s);
+SLM_API int slm_max_seq(const slm_session* s);
 
-/* Fills the defaults of SessionOptions (max_seq 2048, buckets 64..512 / 16..64, f16 KV). */
-void slm_session_options_default(slm_session_options* options);
-slm_status slm_session_create(slm_model* model, const slm_session_options* options,
-                              slm_session** out);
-void slm_session_free(slm_session* session);
+/* -------------------------------------------------------------- sampling */
 
-/* Each returns a pointer to the logits of the last token ([vocab] floats, valid
- * until the next call on this session) through logits (may be NULL). */
-slm_status slm_prefill(slm_session* s, const int32_t* tokens, size_t n, const float** logits);
-slm_status slm_append(slm_session* s, const int32_t* tokens, size_t n, const float** logits);
-slm_status slm_decode(slm_session* s, int32_t token, const float** logits);
-slm_status slm_rewind(slm_session* s, int n);
-void slm_reset(slm_session* s);
-int slm_pos(const slm_session* s);
+typedef struct slm_sampler_params {
+    size_t size;          /* sizeof(slm_sampler_params) */
+    float temperature;    /* 0.8; below 1e-6 (0, negative): greedy */
+    int top_k;            /* 40; 0: off */
+    float top_p;          /* 0.95; in (0, 1], 1: off */
+    float min_p;          /* 0.05; in [0, 1], 0: off */
+    float repeat_penalty; /* 1.0 (off); in [0.001, 1000] */
+    int repeat_last_n;    /* 64: tokens the penalty looks back at */
+    uint64_t seed;        /* 42 */
+} slm_sampler_params;
 
-/* Tokenizer of the model: writes up to cap ids, returns the count needed (or -1 on error). */
-int slm_tokenize(const slm_model* model, const char* text, int add_special, int32_t* ids, int cap);
-/* Writes the text of ids as a NUL-terminated string (up to cap bytes), returns
- * the length needed without the NUL (or -1 on error). */
-int slm_detokenize(const slm_model* model, const int32_t* ids, int n, char* text, int cap);
+/* The values above. */
+SLM_API slm_sampler_params slm_sampler_default_params(void);
+/* The values above, replaced by the model's generation_config.json where it
+ * has them ("do_sample": false means greedy). */
+SLM_API slm_sampler_params slm_model_sampler_params(const slm_model* model);
+
+/* For callers with their own decode loop. */
+typedef struct slm_sampler slm_sampler;
+SLM_API slm_status slm_sampler_create(const slm_model* model, const slm_sampler_params* params, slm_sampler** out);
+/* Picks a token from [vocab] logits; recent (may be NULL) feeds the repeat penalty. */
+SLM_API slm_status slm_sampler_sample(slm_sampler* sampler, const float* logits, const int32_t* recent,
+                                      size_t n_recent, int32_t* token);
+SLM_API void slm_sampler_free(slm_sampler* sampler);
+
+/* ------------------------------------------------------------ generation */
+
+typedef enum slm_stop_reason {
+    SLM_STOP_EOS = 0,        /* a stop id (by default the model's EOS ids) was sampled */
+    SLM_STOP_STRING = 1,     /* a stop string appeared (it is not part of the text) */
+    SLM_STOP_MAX_TOKENS = 2, /* max_tokens tokens were generated */
+    SLM_STOP_CAPACITY = 3,   /* the session is full (pos == max_seq) */
+    SLM_STOP_ABORTED = 4     /* the token callback returned 0 */
+} slm_stop_reason;
+
+/* Called for each generated token with the text it completes (len may be 0:
+ * incomplete UTF-8 and possible starts of a stop string are held back), and
+ * once with token -1 for text still held at the end. Return non-zero to go
+ * on, 0 to stop (SLM_STOP_ABORTED). text is not NUL-terminated. */
+typedef int (*slm_token_fn)(int32_t token, const char* text, size_t len, void* user_data);
+
+typedef struct slm_generate_params {
+    size_t size;                       /* sizeof(slm_generate_params) */
+    const slm_sampler_params* sampler; /* NULL: slm_model_sampler_params(model) */
+    int max_tokens;                    /* 256; -1: until a stop or the session is full */
+    const int32_t* stop_ids;           /* NULL: the model's EOS ids */
+    size_t n_stop_ids;
+    const char* const* stop_strings;   /* NULL: none */
+    size_t n_stop_strings;
+    slm_token_fn on_token;             /* NULL: none */
+    void* user_data;
+} slm_generate_params;
+
+typedef struct slm_generate_result {
+    size_t size; /* set to sizeof(slm_generate_result) before the call */
+    slm_stop_reason stop_reason;
+    int n_prompt_tokens;
+    int n_generated;           /* tokens sampled, the stop id included */
+    double prefill_seconds;    /* the prompt's prefill or append */
+    double first_token_seconds;
+    double decode_seconds;     /* every later step */
+} slm_generate_result;
+
+SLM_API slm_generate_params slm_generate_default_params(void);
+/* Appends the prompt (prefill when the session is empty), then samples and
+ * decodes until a stop. The last sampled token is in the cache only if another
+ * step followed it: slm_pos says what the cache holds. result may be NULL. */
+SLM_API slm_status slm_generate(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                                const slm_generate_params* params, slm_generate_result* result);
+
+/* ------------------------------------------------------------------ chat */
+
+typedef struct slm_chat_message {
+    const char* role; /* "system", "user" or "assistant" */
+    const char* content;
+} slm_chat_message;
+
+/* The conversation as the model's chat template renders it (as transformers'
+ * apply_chat_template), NUL-terminated; returns its length or -1. The text
+ * holds the template's own BOS text where it has one: tokenize it with
+ * add_special = 0. */
+SLM_API int slm_chat_apply_template(const slm_model* model, const slm_chat_message* messages, size_t n,
+                                    int add_generation_prompt, char* text, int cap);
+
+/* A multi-turn chat on one session: each reply appends only the tokens the
+ * cache lacks. The session must outlive the chat and not be used otherwise
+ * while the chat lives. system may be NULL. */
+typedef struct slm_chat slm_chat;
+SLM_API slm_status slm_chat_create(slm_session* session, const char* system, slm_chat** out);
+/* Renders the user turn, appends it, generates the reply (streamed through
+ * params->on_token). */
+SLM_API slm_status slm_chat_reply(slm_chat* chat, const char* user, const slm_generate_params* params,
+                                  slm_generate_result* result);
+SLM_API void slm_chat_free(slm_chat* chat);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,19 @@ public:
     // says so) — the text itself is never split inside special-token strings
     // for tokenizer.json; SentencePiece treats them as plain text.
     virtual std::vector<int> encode(std::string_view text, bool add_special) const = 0;
+    // encode(), stopping early for callers with a token budget (a session's
+    // capacity): when the text has at most max_tokens ids (specials included)
+    // the result is exactly encode(text, add_special); otherwise it has more
+    // than max_tokens ids — a prefix of the text's ids, how many more is
+    // unspecified — and the rest of the text is not encoded. Texts longer than
+    // chunk_bytes are encoded in chunks cut where the tokenizer provably
+    // splits ("letter space letter", see docs/HARDENING.md), so time and memory
+    // grow with the ids produced, not with the text; a text with no such cut
+    // (or a tokenizer where none is provable) is encoded whole. Invalid UTF-8
+    // anywhere in `text` is Error(input), as for encode().
+    static constexpr size_t kEncodeChunkBytes = size_t{16} << 10;
+    std::vector<int> encode_limited(std::string_view text, bool add_special, size_t max_tokens,
+                                    size_t chunk_bytes = kEncodeChunkBytes) const;
     // Text of ids (special/control tokens are dropped).
     virtual std::string decode(const std::vector<int>& ids) const = 0;
     virtual int vocab_size() const = 0;
@@ -26,6 +39,11 @@ public:
     virtual std::string piece(int id) const = 0;
     virtual int bos_id() const = 0;  // -1 when none
     virtual int eos_id() const = 0;  // -1 when none
+
+protected:
+    // encode_limited for a text longer than chunk_bytes; the default encodes it whole.
+    virtual std::vector<int> encode_in_chunks(std::string_view text, bool add_special,
+                                              size_t max_tokens, size_t chunk_bytes) const;
 };
 
 // Streaming decode: feed ids one at a time, get the newly completed text.

@@ -3,18 +3,51 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 
 namespace staticlm {
 
-enum class WeightType : uint8_t { f32, f16, bf16, q8 };
+// The weight formats. The numbers are the C API's slm_weights values; what each
+// format is (layout, sizes, kernels) is one entry of kernels/formats/.
+enum class WeightType : uint8_t { q8 = 0, f16 = 1, bf16 = 2, f32 = 3 };
 enum class KvType : uint8_t { f16, f32 };
 
-const char* weight_type_name(WeightType type);
+// Which arithmetic bounds a format's matmul in prefill: int8 dot products, fp32
+// FMAs, or bf16 dot products where the CPU has them (fp32 FMAs elsewhere).
+enum class WeightMath : uint8_t { fp32, int8, bf16 };
+
+// What tools and the C API need to know about a weight format.
+struct WeightTypeInfo {
+    WeightType type;
+    const char* name;       // as on the command line: "q8"
+    WeightMath math;
+    bool exact;             // holds f32 weights unchanged (no rounding at load)
+    double bytes_per_weight;  // of the packed matrix, padding aside
+};
+
+// Every format, in the order of their numbers; name <-> type in one place.
+std::span<const WeightType> weight_types();
+const WeightTypeInfo& weight_type_info(WeightType type);  // throws Error for an unknown value
+const char* weight_type_name(WeightType type);            // "?" for an unknown value
+std::optional<WeightType> parse_weight_type(std::string_view name);
+std::optional<WeightType> weight_type_from_id(int id);    // the slm_weights number
+std::string weight_type_choices();                        // "q8, f16, bf16 or f32"
 const char* kv_type_name(KvType type);
+
+// CPUs this process may run on (its sched_getaffinity set; at least 1).
+int available_cpus();
+// The largest thread count any setting accepts (LoadOptions, SessionOptions,
+// the C API, --threads): kMaxThreadsPerCpu x available_cpus(). More threads
+// than CPUs only slow a run down; absurd counts crash the OpenMP runtime.
+constexpr int kMaxThreadsPerCpu = 4;
+int max_threads();
 
 struct LoadOptions {
     WeightType weights = WeightType::q8;
-    int threads = 0;  // 0: all cores
+    int threads = 0;  // 0: all cores; at most max_threads()
     bool load_tokenizer = true;
     bool prefer_tokenizer_json = false;
     // Called from the loading thread with (bytes converted, bytes total).

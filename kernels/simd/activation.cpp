@@ -3,20 +3,12 @@
 // against double: silu/gelu within 1.2e-7·max(1, |y|), softcap (x·(1/cap), one
 // extra rounding) within 2.4e-7·max(1, |y|); tests allow 1e-6. gelu-tanh uses
 // 0.5·(1 + tanh(z)) = 1 / (1 + exp(-2z)), which avoids the cancellation of
-// 1 + tanh for negative z. f16 conversions round to nearest even (vcvtps2ph).
-// GCC 12's AVX-512 headers write `__m512 __Y = __Y;` for "any value", and
-// -Wmaybe-uninitialized flags it wherever xsimd's exp/sincos or the
-// conversions inline; it is a false positive, silenced for this file only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// 1 + tanh for negative z. f16 conversions round to nearest even (vec::store_f16).
 #include <algorithm>
 #include <cmath>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 
 #include "kernels/simd/simd.hpp"
+#include "kernels/simd/vec.hpp"
 
 namespace staticlm::kernels::STATICLM_NS {
 
@@ -108,72 +100,32 @@ int argmax(const float* x, int n) {
     return best_block;
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-
+// f16 rows of the KV cache: whole vectors through the layer's conversion, the
+// tail through the same conversion via padded copies.
 void to_f16(const float* x, size_t n, uint16_t* y) {
-    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    constexpr size_t kL = size_t(vec::kLanes);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), kRne));
+    for (; i + kL <= n; i += kL) vec::store_f16(y + i, vec::load(x + i));
     if (i < n) {
-        const __mmask16 m = __mmask16((1u << (n - i)) - 1);
-        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), kRne));
+        alignas(64) float t[kL] = {};
+        alignas(64) uint16_t h[kL];
+        std::copy(x + i, x + n, t);
+        vec::store_f16(h, vec::load(t));
+        std::copy(h, h + (n - i), y + i);
     }
 }
 
 void from_f16(const uint16_t* x, size_t n, float* y) {
+    constexpr size_t kL = size_t(vec::kLanes);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i,
-                         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
+    for (; i + kL <= n; i += kL) vec::store(y + i, vec::load(x + i));
     if (i < n) {
-        const __mmask16 m = __mmask16((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+        alignas(64) uint16_t h[kL] = {};
+        alignas(64) float t[kL];
+        std::copy(x + i, x + n, h);
+        vec::store(t, vec::load(h));
+        std::copy(t, t + (n - i), y + i);
     }
 }
-
-#elif defined(__F16C__)
-
-void to_f16(const float* x, size_t n, uint16_t* y) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    if (i < n) {  // the tail goes through the same instruction via a padded copy
-        alignas(32) float t[8] = {};
-        alignas(16) uint16_t h[8];
-        for (size_t j = 0; j < n - i; ++j) t[j] = x[i + j];
-        _mm_store_si128(reinterpret_cast<__m128i*>(h),
-                        _mm256_cvtps_ph(_mm256_load_ps(t), _MM_FROUND_TO_NEAREST_INT));
-        for (size_t j = 0; j < n - i; ++j) y[i + j] = h[j];
-    }
-}
-
-void from_f16(const uint16_t* x, size_t n, float* y) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i,
-                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
-    if (i < n) {
-        alignas(16) uint16_t h[8] = {};
-        alignas(32) float t[8];
-        for (size_t j = 0; j < n - i; ++j) h[j] = x[i + j];
-        _mm256_store_ps(t, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h))));
-        for (size_t j = 0; j < n - i; ++j) y[i + j] = t[j];
-    }
-}
-
-#else
-
-void to_f16(const float* x, size_t n, uint16_t* y) {
-    for (size_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
-}
-
-void from_f16(const uint16_t* x, size_t n, float* y) {
-    for (size_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
-}
-
-#endif
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -9,21 +9,12 @@
 // accumulator are rescaled by exp(m_old - m_new); exp is xsimd's (~1 ulp);
 // out = acc / l. f16 K/V convert exactly (F16C / AVX-512 where compiled).
 
-// GCC 12's avx512fintrin.h builds results from _mm512_undefined_ps(), which
-// -O3 -Wmaybe-uninitialized reports once inlined (GCC bug 105593); set before
-// the first include of the intrinsics headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include "kernels/simd/simd.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#if defined(__F16C__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "kernels/simd/simd.hpp"
+#include "kernels/simd/vec.hpp"
 #if STATICLM_OPENMP
 #include <omp.h>
 #endif
@@ -34,8 +25,9 @@ namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
 
-using Vec = xsimd::batch<float, Arch>;
+using Vec = vec::B;
 constexpr int kW = int(Vec::size);
+static_assert(kW == vec::kLanes, "the vector layer and xsimd agree on the width");
 static_assert(detail::kAttnVector % kW == 0, "padding must be a multiple of the vector width");
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 using detail::kAttnMaxLanes;
@@ -50,19 +42,10 @@ void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t
     int e = 0;
     for (; e + kW <= n; e += kW) {
         float* out = dst + size_t(e / kW) * stride;
-        if (type == KvType::f32) {
+        if (type == KvType::f32)
             Vec::load_unaligned(sf + e).store_unaligned(out);
-        } else {
-#if defined(__AVX512F__)
-            _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                      reinterpret_cast<const __m256i*>(sh + e))));
-#elif defined(__F16C__)
-            _mm256_storeu_ps(out,
-                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sh + e))));
-#else
-            for (int i = 0; i < kW; ++i) out[i] = f16_to_f32(sh[e + i]);
-#endif
-        }
+        else
+            vec::store(out, vec::load(sh + e));
     }
     for (; e < d_pad; ++e) {
         const float x = e >= n ? 0.0f : type == KvType::f32 ? sf[e] : f16_to_f32(sh[e]);
@@ -70,34 +53,9 @@ void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t
     }
 }
 
-// out[j] = Σ of the elements of acc[j], j < kW: a transpose-and-add tree
-// (kW - 1 adds instead of kW separate horizontal reductions).
-#if defined(__AVX512F__)
-// xsimd 8.1's AVX-512 haddp returns the sums in a permuted order, so this
-// target has its own tree. Each level adds the two halves of every vector and
-// packs two vectors into one; pairing r_i with r_i+4 and then s_i with s_i+8
-// leaves lane k of the result holding rows 4k .. 4k+3 in order.
-inline void hsum_rows(const Vec* acc, float* out) {
-    __m512 s[16];
-    for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) {
-        const __m512 a = acc[i], b = acc[i + 4];
-        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    __m512 w[4];
-    for (int i = 0; i < 4; ++i)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512 z0 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512 z1 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
-}
-#else
-inline void hsum_rows(const Vec* acc, float* out) { xsimd::haddp(acc).store_unaligned(out); }
-#endif
+// out[j] = Σ of the elements of acc[j], j < kW (vec::hsum_rows: kW - 1 adds
+// instead of kW separate horizontal reductions).
+inline void hsum_rows(const Vec* acc, float* out) { vec::hsum_rows(acc, out); }
 
 // s[0..kW) = q · k_j for the kW keys of one K sub-block, stored chunk-major
 // ([d_pad/kW][kW keys][kW]) so that every load is a constant offset from one
@@ -279,17 +237,7 @@ constexpr int kAccRegs = kW == 16 ? 16 : 8;
 constexpr int kMaxBlockHeads = 8;
 
 inline Vec load_kv(const float* p) { return Vec::load_unaligned(p); }
-inline Vec load_kv(const uint16_t* p) {
-#if defined(__AVX512F__)
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-#elif defined(__F16C__)
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-#else
-    alignas(64) float tmp[kW];
-    for (int i = 0; i < kW; ++i) tmp[i] = f16_to_f32(p[i]);
-    return Vec::load_aligned(tmp);
-#endif
-}
+inline Vec load_kv(const uint16_t* p) { return vec::to_batch(vec::load(p)); }
 inline float to_f32(float x) { return x; }
 inline float to_f32(uint16_t x) { return f16_to_f32(x); }
 // The first n < kW elements, zero filled: a row's tail when head_dim % kW != 0

@@ -1,181 +1,129 @@
-// q8 matmul y[m][n] = x[m][k] · Wᵀ on packed q8 weights (layout in kernels.hpp),
-// compiled per target. Activation rows are quantized once per call into the
-// caller's scratch; one OpenMP region per call splits panels (and rows for small n).
+// The q8 format's SIMD body, compiled per target against the vector layer:
+// activation quantization, panel packing (layouts in kernels/formats/q8.hpp)
+// and the matmul y[m][n] = x[m][k] · Wᵀ, one or several matrices per call.
 //
 // Numerical contract: activations are quantized exactly as ref::quantize_row_q8
-// (IEEE division, round half away from zero), so every target sees the same int8
-// data. Inside a group of 32 the dot product is exact int32 (vpdpbusd on w + 128
-// with the accumulator started at -128·Σq; AVX2 without VNNI: maddubs on |x| and
-// sign-flipped signed weights, whose int16 pair sums ≤ 2·127·127 cannot saturate).
-// Across groups the sum is fp32 in group order: y = fma(float(dot), w_s·x_s, y) on
-// SIMD targets, (x_s·w_s)·float(dot) then an add on the generic target.
+// and weights as ref::quantize_weight_row_q8 (IEEE division, round half away
+// from zero, clamp with min then max), so every target sees the same int8
+// data. Inside a group of 32 the dot product is exact int32 (vec::dot4).
+// Across groups the sum is fp32 in group order: y = fma(float(dot), w_s·x_s, y)
+// (vec::fma: fused on SIMD targets; a product then a sum on generic, as the
+// reference). Per output column the arithmetic does not depend on tiles,
+// threads or how many matrices share the call.
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
-#if STATICLM_TARGET != STATICLM_TARGET_GENERIC
-#include <immintrin.h>
-#endif
 
+#include "kernels/formats/q8.hpp"
+#include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-// GCC 12's AVX-512 intrinsics pass `_mm512_undefined_*()` (a self-initialized
-// variable) as the merge source and then warn about it at every use (GCC PR 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "kernels/simd/vec.hpp"
 
 namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
 
-constexpr size_t kBlockBytes = 544;  // per panel per group: 512 B of w + 128, 16 f16 scales
-constexpr size_t kScaleOffset = 512;
-constexpr int kQuadsPerGroup = kQ8Group / 4;  // 4 consecutive k per int32 lane
+constexpr int kL = vec::kLanes;
+constexpr int kGroupVecs = kQ8Group / kL;      // vectors per group of 32 floats
+constexpr int kVecPerPanel = kPanelRows / kL;  // vectors per 16-row panel
+constexpr int kQuads = kQ8Group / 4;           // 4 consecutive k per int32 lane
+constexpr size_t kBlockBytes = sizeof(Q8Block);
+constexpr size_t kQOff = offsetof(Q8Block, q);
+constexpr size_t kScaleOff = offsetof(Q8Block, scale);
+static_assert(kQ8Group % kL == 0 && kPanelRows % kL == 0);
 
-// Tile sizes (rows of x × 16-row weight panels per inner kernel call).
-//
-// AVX-512 (32 zmm): a tile of kMr rows × NP = 2 panels keeps kMr·NP int32 group
-// accumulators and kMr·NP fp32 sums in registers, plus NP weight vectors and two
-// temporaries: 6·2·2 + 2 + 2 = 28 zmm (activations are broadcast from memory with
-// vpbroadcastd). At 2 vpdpbusd/cycle and an assumed latency of 4-5 cycles, ≥ 10
-// independent chains hide the latency; 12 do (12-chain and 24-chain peak loops
-// measured the same throughput here). Each weight vector feeds kMr = 6 vpdpbusd
-// and each broadcast feeds NP = 2: 8 loads per 12 vpdpbusd (6 cycles) against
-// 2-3 load ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8
-// vpdpbusd: that, not the tile shape, bounds GEMM at roughly 70-80% of peak.
-//
-// AVX2 (16 ymm): a 16-row panel is two 8-row halves, so a tile of MR rows × NP
-// panels needs 4·MR·NP accumulators; kMr = 2 rows × 1 panel = 8 ymm + weights,
-// broadcast, |x| and the ones constant for maddubs. Single-row tiles (decode)
-// take 2 panels, one from each of the thread's two weight streams.
-// The generic target is scalar; its tile shape only orders the loops.
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512
-constexpr int kMr = 6;
-constexpr bool kTwoPanelTiles = true;
-#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
-constexpr int kMr = 4;
-constexpr bool kTwoPanelTiles = true;
-#else
-constexpr int kMr = 2;
-constexpr bool kTwoPanelTiles = false;
-#endif
+// Tile shapes (rows of x × 16-row panels per inner kernel call), from the
+// register file:
+//  - 32 registers, one vector per panel (AVX-512): 6 rows × 2 panels keep
+//    2·6·2 accumulators (int32 group sums, fp32 totals) + 2 weight vectors +
+//    2 temporaries = 28 registers. At 2 vpdpbusd/cycle and a latency of 4-5,
+//    ≥ 10 independent chains hide the latency; 12 do. Each weight vector feeds
+//    6 dot steps and each broadcast 2: 8 loads per 12 steps against 2-3 load
+//    ports. Per group the fp32 epilogue is 3 ops (cvt, mul, fma) per 8 dot
+//    steps: that, not the tile shape, bounds GEMM at roughly 70-80% of peak.
+//  - 16 registers, two vectors per panel (AVX2): 2 rows × 1 panel = 4 int32 +
+//    4 fp32 accumulators + 2 weights + the broadcast, |x| and constants of the
+//    dot step. Single-row tiles (decode) take 2 panels, one from each of the
+//    thread's two weight streams.
+//  - generic (plain int32 lanes): the shape only orders the loops.
+constexpr bool kWide = vec::kRegisters >= 32;
+constexpr bool kScalarInt = kVecPerPanel > 2;
+constexpr int kMr = kWide ? 6 : kScalarInt ? 4 : 2;
+constexpr bool kTwoPanelTiles = kWide || kScalarInt;
+// Unrolling all 8 quads of a group lets GCC hoist loads until 16 registers spill.
+constexpr int kUnrollQuads = kWide ? 8 : 2;
 
-// Where the parts of one quantized activation row live (see kernels.hpp).
-struct ActLayout {
-    int k = 0;
-    int n_groups = 0;
-    size_t stride = 0;     // bytes between rows
-    size_t scale_off = 0;  // float scale[n_groups]
-    size_t corr_off = 0;   // int32 corr[n_groups]
-};
-
-ActLayout act_layout(int k) {
-    ActLayout a;
-    a.k = k;
-    const int k_pad = padded_k(WeightType::q8, k);
-    a.n_groups = k_pad / kQ8Group;
-    a.stride = q8_act_row_bytes(k);
-    a.scale_off = size_t(k_pad);
-    a.corr_off = size_t(k_pad) + sizeof(float) * size_t(a.n_groups);
-    return a;
-}
-
-inline int32_t load_i32(const int8_t* p) {
+inline int32_t load_i32(const void* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return v;
 }
 
 // ---------------------------------------------------------------------------
-// Activation quantization (bit-identical to ref::quantize_row_q8)
+// Quantization of one group of 32 floats (bit-identical to the reference)
 // ---------------------------------------------------------------------------
 
-// Quantizes one group of 32 floats (zero padded); returns Σq.
-inline int32_t quantize_group(const float* x, float s, int8_t* q) {
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512
-    const __m512 sv = _mm512_set1_ps(s);
-    const __m512 sign_mask = _mm512_set1_ps(-0.0f);
-    __m512i sum = _mm512_setzero_si512();
-    for (int h = 0; h < 2; ++h) {
-        const __m512 t = _mm512_div_ps(_mm512_loadu_ps(x + 16 * h), sv);
-        __m512 r = _mm512_roundscale_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        // Round half away from zero: t - trunc(t) is exact, step away when |.| >= 0.5.
-        const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(t, r));
-        const __mmask16 away = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-        const __m512 one = _mm512_or_ps(_mm512_and_ps(t, sign_mask), _mm512_set1_ps(1.0f));
-        r = _mm512_mask_add_ps(r, away, r, one);
-        r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-        const __m512i qi = _mm512_cvtps_epi32(r);
-        sum = _mm512_add_epi32(sum, qi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * h), _mm512_cvtepi32_epi8(qi));
-    }
-    return _mm512_reduce_add_epi32(sum);
-#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
-    int32_t sum = 0;
-    for (int i = 0; i < kQ8Group; ++i) {
-        const float t = x[i] / s;
-        float r = __builtin_truncf(t);
-        if (__builtin_fabsf(t - r) >= 0.5f) r += t < 0.0f ? -1.0f : 1.0f;
-        r = std::min(127.0f, std::max(-127.0f, r));
-        q[i] = int8_t(int(r));
-        sum += int(r);
-    }
-    return sum;
-#else
-    const __m256 sv = _mm256_set1_ps(s);
-    const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-    alignas(32) int32_t qi[kQ8Group];
-    __m256i sum = _mm256_setzero_si256();
-    for (int h = 0; h < 4; ++h) {
-        const __m256 t = _mm256_div_ps(_mm256_loadu_ps(x + 8 * h), sv);
-        __m256 r = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        const __m256 frac = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(t, r));
-        const __m256 away = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-        const __m256 one = _mm256_or_ps(_mm256_and_ps(t, sign_mask), _mm256_set1_ps(1.0f));
-        r = _mm256_add_ps(r, _mm256_and_ps(away, one));
-        r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
-        const __m256i v = _mm256_cvtps_epi32(r);
-        sum = _mm256_add_epi32(sum, v);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(qi + 8 * h), v);
-    }
-    for (int i = 0; i < kQ8Group; ++i) q[i] = int8_t(qi[i]);
-    alignas(32) int32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sum);
-    int32_t total = 0;
-    for (int32_t v : lanes) total += v;
-    return total;
-#endif
-}
-
-// max |x| of a group: exact in any order, so every target gets the reference scale.
+// max |x| of a group (NaN ignored): exact in any order, so every target gets
+// the reference's scale.
 inline float group_absmax(const float* x) {
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512
-    return _mm512_reduce_max_ps(
-        _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x)), _mm512_abs_ps(_mm512_loadu_ps(x + 16))));
-#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
-    float amax = 0.0f;
-    for (int i = 0; i < kQ8Group; ++i) amax = std::max(amax, __builtin_fabsf(x[i]));
-    return amax;
-#else
-    const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-    __m256 m = _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x));
-    for (int h = 1; h < 4; ++h) m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * h)));
-    __m128 v = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    v = _mm_max_ps(v, _mm_movehl_ps(v, v));
-    v = _mm_max_ss(v, _mm_movehdup_ps(v));
-    return _mm_cvtss_f32(v);
-#endif
+    vec::F m = vec::zero();
+    for (int h = 0; h < kGroupVecs; ++h) m = vec::max(vec::abs(vec::load(x + h * kL)), m);
+    return vec::hmax(m);
 }
 
-void quantize_row(const float* x, const ActLayout& a, std::byte* dst) {
+// round-half-away(x / s) clamped to ±127, as int32 lanes. t - trunc(t) is
+// exact: step away from zero when it is at least 0.5 in size. The clamp is
+// min then max as the reference (a NaN becomes 127).
+inline vec::I quantize_lanes(vec::F x, vec::F s) {
+    const vec::F t = vec::div(x, s);
+    vec::F r = vec::trunc(t);
+    const vec::Mask away = vec::ge(vec::abs(vec::sub(t, r)), vec::set1(0.5f));
+    r = vec::select(away, vec::add(r, vec::sign_one(t)), r);
+    r = vec::max(vec::min(r, vec::set1(127.0f)), vec::set1(-127.0f));
+    return vec::to_int(r);
+}
+
+// Activation group: q signed; returns Σq. s != 0.
+inline int32_t quantize_act_group(const float* x, float s, int8_t* q) {
+    const vec::F sv = vec::set1(s);
+    vec::I sum = vec::iset1(0);
+    for (int h = 0; h < kGroupVecs; ++h) {
+        const vec::I qi = quantize_lanes(vec::load(x + h * kL), sv);
+        sum = vec::iadd(sum, qi);
+        vec::store_bytes(q + h * kL, qi);
+    }
+    return vec::ihsum(sum);
+}
+
+// The weight scale as stored: rounded to IEEE half (finite: capped at 65504).
+inline float half_scale(float s) { return f16_to_f32(f32_to_f16(std::min(s, 65504.0f))); }
+
+// Weight group: 32 bytes q + 128; returns the scale (a value a half holds exactly).
+inline float quantize_weight_group(const float* x, uint8_t* qb) {
+    const float s = half_scale(group_absmax(x) / 127.0f);
+    if (s == 0.0f) {
+        std::memset(qb, 128, kQ8Group);
+        return s;
+    }
+    const vec::F sv = vec::set1(s);
+    for (int h = 0; h < kGroupVecs; ++h)
+        vec::store_bytes(qb + h * kL,
+                         vec::iadd(quantize_lanes(vec::load(x + h * kL), sv), vec::iset1(128)));
+    return s;
+}
+
+void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
     auto* scale = reinterpret_cast<float*>(dst + a.scale_off);
     auto* corr = reinterpret_cast<int32_t*>(dst + a.corr_off);
-    float buf[kQ8Group];
+    alignas(64) float buf[kQ8Group];
     for (int g = 0; g < a.n_groups; ++g) {
         const int len = std::min(kQ8Group, a.k - g * kQ8Group);
         const float* src = x + size_t(g) * kQ8Group;
@@ -188,10 +136,42 @@ void quantize_row(const float* x, const ActLayout& a, std::byte* dst) {
         scale[g] = s;
         int32_t sum = 0;
         if (s != 0.0f)
-            sum = quantize_group(src, s, q + size_t(g) * kQ8Group);
+            sum = quantize_act_group(src, s, q + size_t(g) * kQ8Group);
         else
             std::memset(q + size_t(g) * kQ8Group, 0, kQ8Group);
         corr[g] = -128 * sum;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Packing one panel: quantize 16 source rows group by group into Q8Blocks.
+// ---------------------------------------------------------------------------
+
+void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+    alignas(64) float buf[kPackTile];
+    alignas(64) uint8_t qb[kQ8Group];
+    const auto* s = static_cast<const std::byte*>(src);
+    const size_t esize = st == SrcType::f32 ? 4 : 2;
+    for (int c0 = 0; c0 < k; c0 += kPackTile) {
+        const int len = std::min(kPackTile, k - c0);
+        const int n_groups = q8_groups(len);
+        std::byte* blocks = dst + size_t(c0 / kQ8Group) * kBlockBytes;
+        std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
+        for (int r = 0; r < kPanelRows; ++r) {
+            if (r < rows) src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+            for (int g = 0; g < n_groups; ++g) {
+                std::byte* block = blocks + size_t(g) * kBlockBytes;
+                float sc = 0.0f;
+                if (r < rows)
+                    sc = quantize_weight_group(buf + g * kQ8Group, qb);
+                else
+                    std::memset(qb, 128, kQ8Group);  // padding row: q = 0
+                const uint16_t h = f32_to_f16(sc);   // exact: sc is a half already
+                std::memcpy(block + kScaleOff + size_t(r) * 2, &h, 2);
+                for (int j = 0; j < kQuads; ++j)  // q[k/4][16 rows][4]
+                    std::memcpy(block + kQOff + size_t(j * kPanelRows + r) * 4, qb + 4 * j, 4);
+            }
+        }
     }
 }
 
@@ -201,193 +181,84 @@ void quantize_row(const float* x, const ActLayout& a, std::byte* dst) {
 
 struct TileArgs {
     const std::byte* act;  // first activation row of the tile
-    const ActLayout* a;
-    const uint8_t* panel[2];  // group-0 block of each panel
-    float* y;                 // y of the first row, first column of panel[0]
+    const Q8ActLayout* a;
+    const std::byte* panel[2];  // group-0 block of each panel
+    float* y;                   // y of the first row
     size_t ldy;
     ptrdiff_t y_off[2];  // column offset of each panel's outputs in y
     int cols[2];         // valid output columns of each panel (1..16)
 };
 
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512
-
 template <int MR, int NP>
 void tile(const TileArgs& t) {
-    const ActLayout& a = *t.a;
-    __m512 f[MR][NP];
-    for (int r = 0; r < MR; ++r)
-        for (int p = 0; p < NP; ++p) f[r][p] = _mm512_setzero_ps();
-    const uint8_t* w[NP];
-    for (int p = 0; p < NP; ++p) w[p] = t.panel[p];
-    const std::byte* act = t.act;
+    constexpr int NV = NP * kVecPerPanel;
+    const Q8ActLayout& a = *t.a;
     const size_t stride = a.stride;
-    for (int g = 0; g < a.n_groups; ++g) {
-        const int8_t* q = reinterpret_cast<const int8_t*>(act) + size_t(g) * kQ8Group;
-        const float* xs = reinterpret_cast<const float*>(act + a.scale_off) + g;
-        const int32_t* corr = reinterpret_cast<const int32_t*>(act + a.corr_off) + g;
-        __m512i acc[MR][NP];
-#pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r) {
-            const __m512i c = _mm512_set1_epi32(
-                *reinterpret_cast<const int32_t*>(reinterpret_cast<const std::byte*>(corr) +
-                                                  r * stride));
-            for (int p = 0; p < NP; ++p) acc[r][p] = c;
-        }
-#pragma GCC unroll 8
-        for (int j = 0; j < kQuadsPerGroup; ++j) {
-            __m512i wv[NP];
-            for (int p = 0; p < NP; ++p)
-                wv[p] = _mm512_loadu_si512(w[p] + size_t(g) * kBlockBytes + 64 * j);
-#pragma GCC unroll 8
-            for (int r = 0; r < MR; ++r) {
-                const __m512i xb = _mm512_set1_epi32(load_i32(
-                    reinterpret_cast<const int8_t*>(reinterpret_cast<const std::byte*>(q) +
-                                                    r * stride) +
-                    4 * j));
-                for (int p = 0; p < NP; ++p)
-                    acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], wv[p], xb);
-            }
-        }
-        for (int p = 0; p < NP; ++p) {
-            const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(w[p] + size_t(g) * kBlockBytes + kScaleOffset)));
-#pragma GCC unroll 8
-            for (int r = 0; r < MR; ++r) {
-                const float x_s = *reinterpret_cast<const float*>(
-                    reinterpret_cast<const std::byte*>(xs) + r * stride);
-                const __m512 s = _mm512_mul_ps(ws, _mm512_set1_ps(x_s));
-                f[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][p]), s, f[r][p]);
-            }
-        }
-    }
+    vec::F f[MR][NV];
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
-        for (int p = 0; p < NP; ++p) {
-            float* out = t.y + r * t.ldy + t.y_off[p];
-            if (t.cols[p] == kPanelRows)
-                _mm512_storeu_ps(out, f[r][p]);
-            else
-                _mm512_mask_storeu_ps(out, __mmask16((1u << t.cols[p]) - 1), f[r][p]);
-        }
-}
-
-#elif STATICLM_TARGET == STATICLM_TARGET_GENERIC
-
-template <int MR, int NP>
-void tile(const TileArgs& t) {
-    const ActLayout& a = *t.a;
-    for (int r = 0; r < MR; ++r) {
-        const std::byte* act = t.act + r * a.stride;
-        const auto* q = reinterpret_cast<const int8_t*>(act);
-        const auto* xs = reinterpret_cast<const float*>(act + a.scale_off);
-        const auto* corr = reinterpret_cast<const int32_t*>(act + a.corr_off);
-        for (int p = 0; p < NP; ++p) {
-            float acc[kPanelRows] = {};
-            for (int g = 0; g < a.n_groups; ++g) {
-                const uint8_t* blk = t.panel[p] + size_t(g) * kBlockBytes;
-                float ws[kPanelRows];
-                for (int c = 0; c < kPanelRows; ++c) {
-                    uint16_t h;
-                    std::memcpy(&h, blk + kScaleOffset + 2 * c, 2);
-                    ws[c] = f16_to_f32(h);
-                }
-                int32_t dot[kPanelRows];
-                for (int c = 0; c < kPanelRows; ++c) dot[c] = corr[g];
-                for (int j = 0; j < kQuadsPerGroup; ++j)
-                    for (int c = 0; c < kPanelRows; ++c)
-                        for (int e = 0; e < 4; ++e)
-                            dot[c] += int32_t(blk[64 * j + 4 * c + e]) *
-                                      int32_t(q[g * kQ8Group + 4 * j + e]);
-                for (int c = 0; c < kPanelRows; ++c) {
-                    const float s = xs[g] * ws[c];
-                    const float term = s * float(dot[c]);
-                    acc[c] += term;
-                }
-            }
-            float* out = t.y + r * t.ldy + t.y_off[p];
-            for (int c = 0; c < t.cols[p]; ++c) out[c] = acc[c];
-        }
-    }
-}
-
-#else  // AVX2 and AVX-VNNI: 256-bit halves of the 64-byte weight vectors
-
-template <int MR, int NP>
-void tile(const TileArgs& t) {
-    constexpr int NV = 2 * NP;  // 8-row column vectors
-    const ActLayout& a = *t.a;
-    __m256 f[MR][NV];
-    for (int r = 0; r < MR; ++r)
-        for (int v = 0; v < NV; ++v) f[r][v] = _mm256_setzero_ps();
-#if STATICLM_TARGET != STATICLM_TARGET_AVX2_VNNI
-    const __m256i ones = _mm256_set1_epi16(1);
-#endif
-    const size_t stride = a.stride;
+#pragma GCC unroll 16
+        for (int v = 0; v < NV; ++v) f[r][v] = vec::zero();
     for (int g = 0; g < a.n_groups; ++g) {
+        const std::byte* blk[NP];
+        for (int p = 0; p < NP; ++p) blk[p] = t.panel[p] + size_t(g) * kBlockBytes;
         const std::byte* act = t.act;
-        __m256i acc[MR][NV];
+        vec::I acc[MR][NV];
+#pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
-#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
-            const __m256i c = _mm256_set1_epi32(reinterpret_cast<const int32_t*>(
-                act + r * stride + a.corr_off)[g]);
-#else
-            const __m256i c = _mm256_setzero_si256();  // signed weights: no bias to remove
-#endif
+            const vec::I c =
+                vec::kDotBiased
+                    ? vec::iset1(load_i32(act + r * stride + a.corr_off + 4 * size_t(g)))
+                    : vec::iset1(0);
+#pragma GCC unroll 16
             for (int v = 0; v < NV; ++v) acc[r][v] = c;
         }
-        // Unrolling the 8 quads lets GCC hoist loads until 16 ymm spill: keep 2.
-#pragma GCC unroll 2
-        for (int j = 0; j < kQuadsPerGroup; ++j) {
-#pragma GCC unroll 4
+#pragma GCC unroll kUnrollQuads
+        for (int j = 0; j < kQuads; ++j) {
+            vec::Q wv[NV];
+#pragma GCC unroll 16
+            for (int v = 0; v < NV; ++v)
+                wv[v] = vec::load_q(reinterpret_cast<const uint8_t*>(
+                    blk[v / kVecPerPanel] + kQOff + 64 * j + 4 * kL * (v % kVecPerPanel)));
+#pragma GCC unroll 8
             for (int r = 0; r < MR; ++r) {
-                const __m256i xb = _mm256_set1_epi32(
-                    load_i32(reinterpret_cast<const int8_t*>(act + r * stride) +
-                             g * kQ8Group + 4 * j));
-#if STATICLM_TARGET != STATICLM_TARGET_AVX2_VNNI
-                const __m256i ax = _mm256_abs_epi8(xb);
-#endif
-#pragma GCC unroll 4
-                for (int v = 0; v < NV; ++v) {
-                    const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                        t.panel[v / 2] + size_t(g) * kBlockBytes + 64 * j + 32 * (v % 2)));
-#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
-                    acc[r][v] = _mm256_dpbusd_avx_epi32(acc[r][v], wv, xb);
-#else
-                    // maddubs saturates at int16: use |x| (unsigned) × sign(x)·w (signed),
-                    // with w flipped back from w + 128; |pair sum| <= 2·127·127.
-                    const __m256i ws = _mm256_xor_si256(wv, _mm256_set1_epi8(char(0x80)));
-                    const __m256i p16 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(ws, xb));
-                    acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(p16, ones));
-#endif
-                }
+                const vec::X4 xb = vec::bcast4(reinterpret_cast<const int8_t*>(act + r * stride) +
+                                               g * kQ8Group + 4 * j);
+#pragma GCC unroll 16
+                for (int v = 0; v < NV; ++v) acc[r][v] = vec::dot4(acc[r][v], wv[v], xb);
             }
         }
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
-            const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                t.panel[v / 2] + size_t(g) * kBlockBytes + kScaleOffset + 16 * (v % 2))));
+            const vec::F ws =
+                vec::load(reinterpret_cast<const uint16_t*>(blk[v / kVecPerPanel] + kScaleOff) +
+                          kL * (v % kVecPerPanel));
+#pragma GCC unroll 8
             for (int r = 0; r < MR; ++r) {
-                const float x_s =
-                    reinterpret_cast<const float*>(act + r * stride + a.scale_off)[g];
-                const __m256 s = _mm256_mul_ps(ws, _mm256_set1_ps(x_s));
-                f[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][v]), s, f[r][v]);
+                float x_s;
+                std::memcpy(&x_s, act + r * stride + a.scale_off + 4 * size_t(g), 4);
+                f[r][v] = vec::fma(vec::to_float(acc[r][v]), vec::mul(ws, vec::set1(x_s)), f[r][v]);
             }
         }
     }
     for (int r = 0; r < MR; ++r)
         for (int p = 0; p < NP; ++p) {
             float* out = t.y + r * t.ldy + t.y_off[p];
-            if (t.cols[p] == kPanelRows) {
-                _mm256_storeu_ps(out, f[r][2 * p]);
-                _mm256_storeu_ps(out + 8, f[r][2 * p + 1]);
-            } else {
-                alignas(32) float tmp[kPanelRows];
-                _mm256_store_ps(tmp, f[r][2 * p]);
-                _mm256_store_ps(tmp + 8, f[r][2 * p + 1]);
-                for (int c = 0; c < t.cols[p]; ++c) out[c] = tmp[c];
+            for (int u = 0; u < kVecPerPanel; ++u) {
+                const int c = u * kL;
+                if (c + kL <= t.cols[p])
+                    vec::store(out + c, f[r][p * kVecPerPanel + u]);
+                else if (c < t.cols[p])
+                    vec::store_part(out + c, f[r][p * kVecPerPanel + u], t.cols[p] - c);
             }
         }
 }
 
-#endif
+using TileFn = void (*)(const TileArgs&);
+template <int NP, size_t... R>
+constexpr std::array<TileFn, sizeof...(R)> tiles_of(std::index_sequence<R...>) {
+    return {&tile<int(R) + 1, NP>...};
+}
 
 // Runs rows [0, mr) of a tile (mr <= kMr) on the panels in t.
 template <int NP>
@@ -400,41 +271,27 @@ void tile_rows(const TileArgs& t, int mr) {
             t1.y_off[0] = t.y_off[1];
             t1.cols[0] = t.cols[1];
             tile_rows<1>(t1, mr);
-            return;
+        } else {
+            tile<1, 2>(t);
         }
-    }
-    switch (mr) {
-        case 1: tile<1, NP>(t); break;
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512 || STATICLM_TARGET == STATICLM_TARGET_GENERIC
-        case 2: tile<2, NP>(t); break;
-        case 3: tile<3, NP>(t); break;
-        case 4: tile<4, NP>(t); break;
-#endif
-#if STATICLM_TARGET == STATICLM_TARGET_AVX512
-        case 5: tile<5, NP>(t); break;
-        case 6: tile<6, NP>(t); break;
-#endif
-#if STATICLM_TARGET == STATICLM_TARGET_AVX2 || STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
-        case 2: tile<2, NP>(t); break;
-#endif
-        default: break;
+    } else {
+        static constexpr auto kTiles = tiles_of<NP>(std::make_index_sequence<kMr>{});
+        kTiles[size_t(mr - 1)](t);
     }
 }
-
-static_assert(kMr <= 6, "tile_rows instantiates up to 6 rows");
 
 // Pairs of panels whose weights stay in L2 while one tile of activation rows
 // (kMr rows · (k + 8·k/32) bytes, 15 KB at k = 2048) is reused from L1 across
 // them: 4 pairs · 2 panels · 36 KB (k = 2048) = 288 KB of a 1 MB L2.
 constexpr int kPairsPerBlock = 4;
 
-// One thread's share: panels [p0, p1) × rows [r0, r1). The panel range is
-// walked as two independent streams (its first and second half) so that two
-// hardware prefetch streams stay busy while weights come from DRAM.
-void run_range(const PackedMatrix& w, const ActLayout& a, const std::byte* act, float* y,
-               size_t ldy, int p0, int p1, int r0, int r1) {
+// Panels [p0, p1) × rows [r0, r1) of one matrix. The panel range is walked as
+// two independent streams (its first and second half) so that two hardware
+// prefetch streams stay busy while weights come from DRAM.
+void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, int p0, int p1,
+               int r0, int r1) {
+    const PackedMatrix& w = *o.w;
     const size_t panel_bytes = size_t(a.n_groups) * kBlockBytes;
-    const auto* base = reinterpret_cast<const uint8_t*>(w.data);
     const int half = (p1 - p0 + 1) / 2;
     for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
         const int i1 = std::min(half, i0 + kPairsPerBlock);
@@ -445,12 +302,12 @@ void run_range(const PackedMatrix& w, const ActLayout& a, const std::byte* act, 
                 const int np = pb < p1 ? 2 : 1;
                 TileArgs t{};
                 t.a = &a;
-                t.ldy = ldy;
+                t.ldy = o.ldy;
                 t.act = act + size_t(r) * a.stride;
-                t.y = y + size_t(r) * ldy;
+                t.y = o.y + size_t(r) * o.ldy;
                 const int pan[2] = {pa, pb};
                 for (int p = 0; p < np; ++p) {
-                    t.panel[p] = base + size_t(pan[p]) * panel_bytes;
+                    t.panel[p] = w.data + size_t(pan[p]) * panel_bytes;
                     t.y_off[p] = ptrdiff_t(pan[p]) * kPanelRows;
                     t.cols[p] = std::min(kPanelRows, w.n - pan[p] * kPanelRows);
                 }
@@ -463,26 +320,28 @@ void run_range(const PackedMatrix& w, const ActLayout& a, const std::byte* act, 
     }
 }
 
-inline void split(int n, int parts, int i, int& begin, int& end) {
-    begin = int(int64_t(n) * i / parts);
-    end = int(int64_t(n) * (i + 1) / parts);
-}
-
-}  // namespace
-
-void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
-    const ActLayout a = act_layout(k);
-    for (int r = 0; r < m; ++r) quantize_row(x + size_t(r) * ldx, a, dst + size_t(r) * a.stride);
-}
-
-void matmul_q8(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
-               std::byte* scratch, int n_threads) {
-    if (m <= 0 || w.n <= 0) return;
-    const ActLayout a = act_layout(w.k);
-    const int n_panels = (w.n + kPanelRows - 1) / kPanelRows;
+void matmul_q8_many(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
+                    std::byte* scratch, int n_threads) {
+    if (m <= 0) return;
+    const Q8ActLayout a = q8_act_layout(outs[0].w->k);
+    // The panels of all matrices end to end: matrix i owns [seg_end[i-1], seg_end[i]).
+    int seg_end[kMaxMatmulOuts];
+    int total = 0;
+    for (int i = 0; i < n_outs; ++i) {
+        total += (std::max(0, outs[i].w->n) + kPanelRows - 1) / kPanelRows;
+        seg_end[i] = total;
+    }
+    if (total == 0) return;
     const int m_tiles = (m + kMr - 1) / kMr;
     // No more threads than there are tiles to share.
-    n_threads = std::max(1, std::min(n_threads, n_panels * m_tiles));
+    n_threads = std::max(1, std::min(n_threads, total * m_tiles));
+    // Threads share panels (each take walked as two streams) when there are
+    // enough of them; otherwise rows too (prefill of narrow matrices): then a
+    // unit is (row part, matrix).
+    const int row_parts = total >= 2 * n_threads ? 1 : std::min(n_threads, m_tiles);
+    int unit_end[1] = {row_parts * n_outs};
+    detail::GuidedRanges ranges(row_parts == 1 ? seg_end : unit_end, row_parts == 1 ? n_outs : 1,
+                                row_parts == 1 ? 2 : 1, n_threads);
 #pragma omp parallel num_threads(n_threads) if (n_threads > 1)
     {
         int tid = 0, nth = 1;
@@ -491,21 +350,42 @@ void matmul_q8(const PackedMatrix& w, const float* x, size_t ldx, int m, float* 
         nth = omp_get_num_threads();
 #endif
         int q0, q1;
-        split(m, nth, tid, q0, q1);
+        detail::split(m, nth, tid, q0, q1);
         for (int r = q0; r < q1; ++r)
             quantize_row(x + size_t(r) * ldx, a, scratch + size_t(r) * a.stride);
 #pragma omp barrier
-        // Threads share panels (each gets two streams) when there are enough of
-        // them; otherwise rows too (prefill of a narrow matrix).
-        const int tm = n_panels >= 2 * nth ? 1 : std::min(nth, m_tiles);
-        const int tn = nth / tm;
-        if (tid < tm * tn) {
-            int p0, p1, t0, t1;
-            split(n_panels, tn, tid % tn, p0, p1);
-            split(m_tiles, tm, tid / tn, t0, t1);
-            run_range(w, a, scratch, y, ldy, p0, p1, t0 * kMr, std::min(m, t1 * kMr));
+        int seg, b, e;
+        while (ranges.next(seg, b, e)) {
+            if (row_parts == 1) {
+                run_range(outs[seg], a, scratch, b, e, 0, m);
+                continue;
+            }
+            for (int u = b; u < e; ++u) {
+                const MatmulOut& o = outs[u % n_outs];
+                int t0, t1;
+                detail::split(m_tiles, row_parts, u / n_outs, t0, t1);
+                run_range(o, a, scratch, 0, (o.w->n + kPanelRows - 1) / kPanelRows, t0 * kMr,
+                          std::min(m, t1 * kMr));
+            }
         }
     }
+}
+
+void matmul_q8(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
+               std::byte* scratch, int n_threads) {
+    const MatmulOut o{&w, y, ldy};
+    matmul_q8_many(&o, 1, x, ldx, m, scratch, n_threads);
+}
+
+}  // namespace
+
+void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
+    const Q8ActLayout a = q8_act_layout(k);
+    for (int r = 0; r < m; ++r) quantize_row(x + size_t(r) * ldx, a, dst + size_t(r) * a.stride);
+}
+
+FormatKernels q8_kernels(const CpuFeatures& /*cpu*/) {
+    return {matmul_q8, matmul_q8_many, pack_panel_q8};
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -2,12 +2,6 @@
 // of each head. Per token, cos/sin of angle = float(pos) * inv_freq[j] (fp32
 // product, as transformers) are computed once with xsimd's sincos and applied
 // to every head; the rotation uses FMA. Zero angles leave both dims bit-exact.
-// GCC 12's AVX-512 headers write `__m512 __Y = __Y;` for "any value", and
-// -Wmaybe-uninitialized flags it wherever xsimd's exp/sincos or the
-// conversions inline; it is a false positive, silenced for this file only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <algorithm>
 #include <cmath>
 

@@ -478,6 +478,33 @@ TEST_CASE("loader: bad llama2.c .bin files") {
     expect_error([&] { Model::load(p, f32_options()); }, ErrorKind::model, {"q_proj", p.string()});
 }
 
+TEST_CASE(
+    "load: the Hugging Face cache layout (snapshots/<rev>/<file> -> ../../blobs/<hash>) is "
+    "followed, other links out are not") {
+    namespace fs = std::filesystem;
+    TempDir d;
+    const fs::path repo = d.path / "models--x--tiny";
+    const fs::path snap = repo / "snapshots" / "0123abc";
+    fs::create_directories(snap);
+    fs::create_directories(repo / "blobs");
+    TinyLlama m;
+    m.build().write(d.path / "plain");
+    for (const char* name : {"config.json", "model.safetensors"}) {
+        fs::copy_file(d.path / "plain" / name, repo / "blobs" / (std::string("sha-") + name));
+        fs::create_symlink(fs::path("..") / ".." / "blobs" / (std::string("sha-") + name),
+                           snap / name);
+    }
+    const auto model = Model::load(snap, f32_options());
+    CHECK(model->config().vocab == m.vocab);
+    // The same links from a directory that is not a cache snapshot are refused.
+    const fs::path other = d.path / "other" / "rev";
+    fs::create_directories(other);
+    fs::create_symlink(repo / "blobs" / "sha-config.json", other / "config.json");
+    fs::create_symlink(repo / "blobs" / "sha-model.safetensors", other / "model.safetensors");
+    expect_error([&] { Model::load(other, f32_options()); }, ErrorKind::io,
+                 {(other / "config.json").string(), "outside the model directory"});
+}
+
 TEST_CASE("loader: tying follows transformers; a head that is not used is a warning (issue 18)") {
     TempDir d;
     TinyLlama t;  // tied: no lm_head.weight

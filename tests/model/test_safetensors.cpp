@@ -171,3 +171,52 @@ TEST_CASE("safetensors: sharded checkpoint through the index") {
     write_file(d.path / "model.safetensors.index.json", R"({"metadata": {}})");
     expect_error([&] { SafetensorsSet s(d.path); }, ErrorKind::format, {"model.safetensors.index.json", "weight_map"});
 }
+
+TEST_CASE("safetensors: header order does not matter, the ranges must tile the data section") {
+    namespace fs = std::filesystem;
+    TempDir d;
+    const fs::path p = d.path / "m.safetensors";
+    // Listed b before a, with b's bytes after a's: accepted (the reference sorts by offset).
+    const std::string data = f32_bytes({1, 2}) + f32_bytes({3});
+    write_file(p, safetensors_file(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]},)"
+                                   R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                   data));
+    {
+        SafetensorsFile f(p);
+        CHECK(read_f32(f.at("a")) == std::vector<float>{1, 2});
+        CHECK(read_f32(f.at("b")) == std::vector<float>{3});
+        // Partial reads at any offset, and a read outside the tensor is refused.
+        float x = 0;
+        read_tensor_bytes(f.at("a"), 4, 4, &x);
+        CHECK(x == 2.0f);
+        expect_error([&] { read_tensor_bytes(f.at("a"), 4, 8, &x); }, ErrorKind::input,
+                     {"'a'", "outside"});
+    }
+    // Zero-sized tensors may sit anywhere in the tiling.
+    write_file(p, safetensors_file(R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[8,8]},)"
+                                   R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                   data));
+    CHECK(SafetensorsFile(p).tensors().size() == 3);
+    // A gap at the start, between tensors, and bytes after the last one.
+    write_file(p, safetensors_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                   data.substr(0, 8)));
+    expect_error([&] { SafetensorsFile f(p); }, ErrorKind::format,
+                 {"'a'", "gap of 4 bytes at the start"});
+    write_file(p, safetensors_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                   data));
+    expect_error([&] { SafetensorsFile f(p); }, ErrorKind::format,
+                 {"'b'", "gap of 4 bytes after tensor 'a'"});
+    write_file(p,
+               safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+    expect_error([&] { SafetensorsFile f(p); }, ErrorKind::format,
+                 {"4 bytes after the last tensor 'a'"});
+    // Truncated after it was opened: reads are errors naming the file and tensor.
+    write_file(
+        p, safetensors_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})", data));
+    SafetensorsFile f(p);
+    fs::resize_file(p, fs::file_size(p) - 6);
+    expect_error([&] { read_f32(f.at("a")); }, ErrorKind::io,
+                 {p.string(), "truncated while loading", "tensor 'a'"});
+}

@@ -5,16 +5,17 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "tokenizer/tokenizer.hpp"
 #include "staticlm/error.hpp"
+#include "tokenizer/sp_model.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace staticlm;
@@ -329,4 +330,74 @@ TEST_CASE("StreamDecoder: encoded multilingual text and emoji round-trip") {
         CHECK(got == tok->decode(ids));
         if (file == kLlama2) CHECK(got == text);  // llama2 keeps repeated spaces
     }
+}
+
+namespace {
+
+// A precompiled_charsmap blob: <uint32 trie bytes><units><strings>.
+std::string charsmap(const std::vector<uint32_t>& units, const std::string& strings) {
+    std::string b(4 + 4 * units.size(), '\0');
+    const uint32_t n = uint32_t(4 * units.size());
+    std::memcpy(b.data(), &n, 4);
+    std::memcpy(b.data() + 4, units.data(), 4 * units.size());
+    return b + strings;
+}
+// darts-clone unit: label, has_leaf, offset (< 2^22, unshifted).
+uint32_t unit(uint32_t label, bool leaf, uint32_t offset) {
+    return (offset << 10) | (leaf ? 1u << 8 : 0) | label;
+}
+
+// A chain root -> 1 -> 1 -> ... of `n` leaves: node j at j*256 + 1 (label 1),
+// its base (j+1)*256 holding its value unit (offset 0 into "x").
+std::string leaf_chain(int n) {
+    // Unused units get bit 31 in their label, so that no input byte matches
+    // them (darts-clone gives them labels that cannot match, too).
+    std::vector<uint32_t> u(size_t(256) * (n + 2), 1u << 31);
+    u[0] = unit(0x02, false, 256);  // root: base 256 (label 2: not child 0 of itself)
+    for (int j = 1; j <= n; ++j) {
+        const uint32_t index = uint32_t(j) * 256 + 1, base = uint32_t(j + 1) * 256;
+        u[index] = unit(1, true, index ^ base);
+        u[base] = (1u << 31) | 0;  // the value: "x"
+    }
+    return charsmap(u, std::string("x\0", 2));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sentencepiece: precompiled charsmaps are checked against their blob before the library sees "
+    "them") {
+    // Real ones (sentencepiece 0.2.3, BPE, byte fallback): nmt_nfkc and a
+    // three-rule TSV (U+FB01 -> fi, U+FF21 -> A, U+2122 -> TM). Ids from the
+    // sentencepiece library for the same text.
+    const std::vector<int> expected = {265, 75, 266, 274, 274, 270, 265, 291, 271, 272, 266,
+                                       265, 68, 69,  285, 80,  265, 280, 270, 277, 274, 268};
+    const fs::path sp = fs::path(STATICLM_SOURCE_DIR) / "tests" / "fixtures" / "sp";
+    for (const char* f : {"nfkc_bpe.model", "charsmap_rules.model"}) {
+        INFO(f);
+        const auto tok = load_sentencepiece(sp / f, {});
+        CHECK(tok->encode("Hello \xef\xac\x81ne \xef\xbc\xa1"
+                          "B\xe2\x84\xa2 world",
+                          false) == expected);
+    }
+    bool ascii = false;
+    CHECK(check_charsmap("", ascii).empty());
+    CHECK(check_charsmap(leaf_chain(32), ascii).empty());
+    CHECK(check_charsmap(leaf_chain(33), ascii).find("more than 32 prefixes") != std::string::npos);
+    // root -> 'a' whose base is the root's block again: 'a' is its own child.
+    std::vector<uint32_t> cyc(256, 0);
+    cyc[0] = unit(0x01, false, 0);
+    cyc['a'] = unit('a', false, 'a');  // base 'a' ^ 'a' = 0: child 'a' is index 'a' again
+    CHECK(check_charsmap(charsmap(cyc, std::string("x\0", 2)), ascii).find("cycle") !=
+          std::string::npos);
+    CHECK(ascii);  // 'a' is a printable ASCII key byte
+    std::vector<uint32_t> out(256, 0);
+    out[0] = unit(0x01, false, 300);  // base 300: block [256, 512) of a 256-unit array
+    CHECK(check_charsmap(charsmap(out, "x"), ascii).find("outside the trie") != std::string::npos);
+    CHECK(check_charsmap(std::string("\x05\x00\x00\x00"
+                                     "abcd",
+                                     8),
+                         ascii)
+              .find("runs past") != std::string::npos);
+    CHECK(check_charsmap(std::string(9u << 20, '\0'), ascii).find("8 MiB") != std::string::npos);
 }

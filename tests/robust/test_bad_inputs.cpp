@@ -4,6 +4,7 @@
 // kind with a message naming the offending thing, and must leave an existing
 // session as it was (same pos, same logits, same next-step logits).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +20,9 @@
 
 #include "model/config.hpp"
 #include "model/model.hpp"
-#include "tokenizer/tokenizer.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
+#include "staticlm/files.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
@@ -29,6 +30,8 @@
 #include "tests/model/gguf_writer.hpp"
 #include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "tokenizer/tokenizer_json.hpp"
 
 using namespace staticlm;
 using namespace staticlm::test;
@@ -68,6 +71,18 @@ struct StFile {
     }
     void set_f32(const std::string& name, size_t index, float v) {
         std::memcpy(data.data() + f32_at(name, index), &v, 4);
+    }
+    // Removes a tensor and its bytes (the others move down: no gap is left).
+    void erase(const std::string& name) {
+        const uint64_t b = header[name]["data_offsets"][0].get<uint64_t>();
+        const uint64_t e = header[name]["data_offsets"][1].get<uint64_t>();
+        header.erase(name);
+        data.erase(b, e - b);
+        for (auto& [key, t] : header.items()) {
+            if (key == "__metadata__") continue;
+            for (auto& o : t["data_offsets"])
+                if (o.get<uint64_t>() >= e) o = o.get<uint64_t>() - (e - b);
+        }
     }
 };
 
@@ -129,6 +144,42 @@ struct Dirs {
         });
     }
 };
+
+// `n` nested arrays: [[[...]]].
+std::string nested_arrays(size_t n) { return std::string(n, '[') + std::string(n, ']'); }
+// `n` nested Sequence components of `kind` ("normalizer" -> "normalizers") around `inner`.
+std::string nested_sequences(size_t n, const std::string& list_key, const std::string& inner) {
+    std::string s;
+    const std::string open = "{\"type\":\"Sequence\",\"" + list_key + "\":[";
+    s.reserve(n * (open.size() + 2) + inner.size());
+    for (size_t i = 0; i < n; ++i) s += open;
+    s += inner;
+    for (size_t i = 0; i < n; ++i) s += "]}";
+    return s;
+}
+// A JSON object's text with one more member appended (text of the value as given).
+std::string with_member(const std::string& object_text, const std::string& key,
+                        const std::string& value) {
+    const size_t close = object_text.rfind('}');
+    return object_text.substr(0, close) + ",\"" + key + "\":" + value + "}";
+}
+// Protobuf: a length-delimited field.
+std::string pb_bytes(int field, const std::string& payload) {
+    std::string out(1, char(field << 3 | 2));
+    size_t n = payload.size();
+    do {
+        out += char((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+        n >>= 7;
+    } while (n);
+    return out + payload;
+}
+// A precompiled_charsmap blob: <uint32 trie bytes><trie><strings>.
+std::string charsmap_blob(uint32_t trie_bytes, const std::string& trie,
+                          const std::string& strings) {
+    std::string b(4, '\0');
+    std::memcpy(b.data(), &trie_bytes, 4);
+    return b + trie + strings;
+}
 
 LoadOptions options(bool tokenizer = false) {
     LoadOptions o;
@@ -330,7 +381,7 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             [=] { load(d); });
     }
     {
-        const fs::path d = dirs.tensors([](StFile& f) { f.header.erase(q0); });
+        const fs::path d = dirs.tensors([](StFile& f) { f.erase(q0); });
         row("missing tensor", ErrorKind::model, {"missing tensor '" + q0 + "'", "[64, 64]"}, [=] { load(d); });
     }
     {
@@ -838,11 +889,445 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
         g.sampling.temperature = std::nanf("");
         generate(s, nullptr, std::vector<int>{1}, g);
     });
-    row("negative max_tokens", ErrorKind::config, {"max_tokens must be >= 0"}, [&] {
+    row("max_tokens below -1", ErrorKind::config, {"max_tokens must be >= 0, or -1 for no limit, got -2"}, [&] {
         GenerateOptions g;
-        g.max_tokens = -1;
+        g.max_tokens = -2;
         generate(s, nullptr, std::vector<int>{1}, g);
     });
+
+    // --- issue 18: every input path (one row per class member found; see docs/HARDENING.md) ---
+    const std::string tok_json_text = json::parse(read_bytes(kTokJson)).dump();
+    REQUIRE(tok_json_text.find("\"normalizer\":null") != std::string::npos);
+    auto tok_json_with = [&](const std::string& key, const std::string& value) {
+        std::string t = tok_json_text;
+        const std::string from = "\"" + key + "\":null";
+        const size_t at = t.find(from);
+        if (at != std::string::npos) return t.replace(at, from.size(), "\"" + key + "\":" + value);
+        return with_member(t, key, value);
+    };
+    {
+        // Deep nesting: nlohmann's parser is iterative, but copying or walking
+        // the tree recursed (j.value("normalizer", json()) deep-copied it): SIGSEGV.
+        const fs::path arrays =
+            dirs.tokenizer_json_text(tok_json_with("normalizer", nested_arrays(200000)));
+        row("tokenizer.json normalizer of 200000 nested arrays", ErrorKind::format,
+            {"tokenizer.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(arrays); });
+        const std::string prepend = "{\"type\":\"Prepend\",\"prepend\":\"x\"}";
+        const fs::path seq = dirs.tokenizer_json_text(
+            tok_json_with("normalizer", nested_sequences(100000, "normalizers", prepend)));
+        row("tokenizer.json 100000 nested Sequence normalizers", ErrorKind::format,
+            {"tokenizer.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(seq); });
+        const fs::path dec = dirs.tokenizer_json_text(
+            tok_json_with("decoder", nested_sequences(100000, "decoders", "{\"type\":\"Fuse\"}")));
+        row("tokenizer.json 100000 nested Sequence decoders", ErrorKind::format,
+            {"tokenizer.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(dec); });
+        const fs::path post = dirs.tokenizer_json_text(tok_json_with(
+            "post_processor", nested_sequences(100000, "processors", "{\"type\":\"ByteLevel\"}")));
+        row("tokenizer.json 100000 nested Sequence post_processors", ErrorKind::format,
+            {"tokenizer.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(post); });
+        const fs::path in_model = dirs.tokenizer_json_text(
+            tok_json_text.substr(0, tok_json_text.find("\"model\":{") + 9) +
+            "\"x\":" + nested_arrays(200000) + "," +
+            tok_json_text.substr(tok_json_text.find("\"model\":{") + 9));
+        row("tokenizer.json 200000 nested arrays inside model", ErrorKind::format,
+            {"tokenizer.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(in_model); });
+    }
+    {
+        const std::string deep = nested_arrays(200000);
+        const fs::path cfg = dirs.copy([&](const fs::path& p) {
+            write_file(p / "config.json", with_member(read_bytes(p / "config.json"), "x", deep));
+        });
+        row("config.json nested 200000 deep", ErrorKind::format,
+            {"config.json", "nested deeper than 64 levels"}, [=] { load(cfg); });
+        const fs::path gen = dirs.copy([&](const fs::path& p) {
+            write_file(p / "generation_config.json", "{\"eos_token_id\": 2, \"x\": " + deep + "}");
+        });
+        row("generation_config.json nested 200000 deep", ErrorKind::format,
+            {"generation_config.json", "nested deeper than 64 levels"}, [=] { load(gen); });
+        const fs::path tc =
+            dirs.tokenizer(sp_bytes, "{\"add_bos_token\": true, \"x\": " + deep + "}");
+        row("tokenizer_config.json nested 200000 deep", ErrorKind::format,
+            {"tokenizer_config.json", "nested deeper than 64 levels"}, [=] { load_tokenizer(tc); });
+        const fs::path st = dirs.copy([&](const fs::path& p) {
+            const StFile f = StFile::read(p / "model.safetensors");
+            write_file(
+                p / "model.safetensors",
+                safetensors_file(with_member(f.header.dump(), "__metadata__", deep), f.data));
+        });
+        row("safetensors header nested 200000 deep", ErrorKind::format,
+            {"model.safetensors", "nested deeper than 64 levels"}, [=] { load(st); });
+        const fs::path idx = dirs.copy([&](const fs::path& p) {
+            fs::rename(p / "model.safetensors", p / "shard.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"metadata\": " + deep + ", \"weight_map\": {}}");
+        });
+        row("safetensors index nested 200000 deep", ErrorKind::format,
+            {"model.safetensors.index.json", "nested deeper than 64 levels"}, [=] { load(idx); });
+        const fs::path jinja = dirs.copy([&](const fs::path& p) {
+            write_file(p / "tokenizer_config.json",
+                       "{\"chat_template\": \"x\", \"y\": " + deep + "}");
+        });
+        row("tokenizer_config.json for the chat template nested 200000 deep", ErrorKind::format,
+            {"tokenizer_config.json", "nested deeper than 64 levels"},
+            [=] { detect_chat_format(jinja); });
+    }
+    {
+        // A precompiled_charsmap the library trusts: appending one
+        // normalizer_spec (field 3) with a bogus blob to a valid model made the
+        // first encode read far outside the trie (SIGSEGV).
+        const std::string units(1024, '\xff');  // offsets ~2^30: children far outside 256 units
+        const fs::path bogus =
+            dirs.tokenizer(sp_bytes + pb_bytes(3, pb_bytes(2, charsmap_blob(1024, units, "a"))));
+        row("tokenizer.model charsmap with children outside the trie", ErrorKind::format,
+            {"tokenizer.model", "normalizer_spec.precompiled_charsmap is not a valid charsmap",
+             "outside"},
+            [=] { load_tokenizer(bogus)->encode("Hello world", true); });
+        // The library's own size check lets a trie size of blob - 4 .. blob - 1
+        // through and then reads past the blob.
+        const fs::path past =
+            dirs.tokenizer(sp_bytes + pb_bytes(3, pb_bytes(2, charsmap_blob(9, "", "abcdef"))));
+        row("tokenizer.model charsmap trie size past the blob", ErrorKind::format,
+            {"tokenizer.model", "trie size 9 runs past the blob"},
+            [=] { load_tokenizer(past)->encode("Hello world", true); });
+        // A leaf whose replacement offset lies outside the string table: root
+        // (offset 0) -> child 'a' (has_leaf, its base 0x80) -> value unit 5000.
+        std::string trie(256 * 4, '\0');
+        auto put = [&](size_t i, uint32_t u) { std::memcpy(trie.data() + 4 * i, &u, 4); };
+        put(0, 0x01);                                               // root: label 1, offset 0
+        put('a', (uint32_t(0x61 ^ 0x80) << 10) | (1u << 8) | 'a');  // label 'a', leaf, offset 0xe1
+        put(0x80, (1u << 31) | 5000);  // the value: offset 5000 into "x"
+        const fs::path far =
+            dirs.tokenizer(sp_bytes + pb_bytes(3, pb_bytes(2, charsmap_blob(1024, trie, "x"))));
+        row("tokenizer.model charsmap replacement outside the strings", ErrorKind::format,
+            {"tokenizer.model", "not a NUL-terminated string"},
+            [=] { load_tokenizer(far)->encode("a", true); });
+        const fs::path denorm =
+            dirs.tokenizer(sp_bytes + pb_bytes(5, pb_bytes(2, charsmap_blob(1024, units, "a"))));
+        row("tokenizer.model denormalizer charsmap with children outside the trie",
+            ErrorKind::format, {"tokenizer.model", "denormalizer_spec.precompiled_charsmap"}, [=] {
+                load_tokenizer(denorm)->decode({5, 6, 7});
+            });
+    }
+    {
+        // Truncated while loading: the weights were mapped, so reading a page
+        // past the new end of the file was a SIGBUS; now it is an error.
+        const fs::path d = dirs.copy();
+        row("model.safetensors truncated while loading", ErrorKind::io,
+            {(d / "model.safetensors").string(), "truncated while loading", "reading tensor"}, [=] {
+                LoadOptions o = options();
+                bool cut = false;
+                o.progress = [&](uint64_t, uint64_t) {
+                    if (!cut) fs::resize_file(d / "model.safetensors", 4096);
+                    cut = true;
+                };
+                load_model(d, o);
+            });
+    }
+    {
+        // FIFOs opened before any file-type check blocked forever.
+        auto fifo = [&](const std::string& name, const fs::path& d) {
+            fs::remove(d / name);
+            REQUIRE(::mkfifo((d / name).c_str(), 0600) == 0);
+        };
+        const fs::path cfg = dirs.copy([&](const fs::path& p) { fifo("config.json", p); });
+        row("config.json is a FIFO", ErrorKind::io, {"config.json", "FIFO"}, [=] { load(cfg); });
+        const fs::path gen =
+            dirs.copy([&](const fs::path& p) { fifo("generation_config.json", p); });
+        row("generation_config.json is a FIFO", ErrorKind::io, {"generation_config.json", "FIFO"},
+            [=] { load(gen); });
+        const fs::path st = dirs.copy([&](const fs::path& p) { fifo("model.safetensors", p); });
+        row("model.safetensors is a FIFO", ErrorKind::io, {"model.safetensors", "FIFO"},
+            [=] { load(st); });
+        const fs::path idx = dirs.copy([&](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            fifo("model.safetensors.index.json", p);
+        });
+        row("model.safetensors.index.json is a FIFO", ErrorKind::io,
+            {"model.safetensors.index.json", "FIFO"}, [=] { load(idx); });
+        const fs::path shard = dirs.copy([&](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"model.norm.weight\": \"s.safetensors\"}}");
+            fifo("s.safetensors", p);
+        });
+        row("a shard is a FIFO", ErrorKind::io, {"s.safetensors", "FIFO"}, [=] { load(shard); });
+        const fs::path tj = dirs.copy([&](const fs::path& p) { fifo("tokenizer.json", p); });
+        row("tokenizer.json is a FIFO", ErrorKind::io, {"tokenizer.json", "FIFO"},
+            [=] { load_tokenizer(tj); });
+        const fs::path tm = dirs.copy([&](const fs::path& p) { fifo("tokenizer.model", p); });
+        row("tokenizer.model is a FIFO", ErrorKind::io, {"tokenizer.model", "FIFO"},
+            [=] { load_tokenizer(tm); });
+        const fs::path tc = dirs.tokenizer(sp_bytes, "{}");
+        fifo("tokenizer_config.json", tc);
+        row("tokenizer_config.json is a FIFO", ErrorKind::io, {"tokenizer_config.json", "FIFO"},
+            [=] { load_tokenizer(tc); });
+        const fs::path jinja =
+            dirs.copy([&](const fs::path& p) { fifo("chat_template.jinja", p); });
+        row("chat_template.jinja is a FIFO", ErrorKind::io, {"chat_template.jinja", "FIFO"},
+            [=] { detect_chat_format(jinja); });
+    }
+    {
+        // Links to /dev/zero were read until memory ran out.
+        auto zero = [&](const std::string& name, const fs::path& d) {
+            fs::remove(d / name);
+            fs::create_symlink("/dev/zero", d / name);
+        };
+        const fs::path cfg = dirs.copy([&](const fs::path& p) { zero("config.json", p); });
+        row("config.json links to /dev/zero", ErrorKind::io, {"config.json", "/dev/zero"},
+            [=] { load(cfg); });
+        const fs::path gen =
+            dirs.copy([&](const fs::path& p) { zero("generation_config.json", p); });
+        row("generation_config.json links to /dev/zero", ErrorKind::io,
+            {"generation_config.json", "/dev/zero"}, [=] { load(gen); });
+        const fs::path tc = dirs.tokenizer(sp_bytes, "{}");
+        zero("tokenizer_config.json", tc);
+        row("tokenizer_config.json links to /dev/zero", ErrorKind::io,
+            {"tokenizer_config.json", "/dev/zero"}, [=] { load_tokenizer(tc); });
+        const fs::path jinja =
+            dirs.copy([&](const fs::path& p) { zero("chat_template.jinja", p); });
+        row("chat_template.jinja links to /dev/zero", ErrorKind::io,
+            {"chat_template.jinja", "/dev/zero"}, [=] { detect_chat_format(jinja); });
+        // The same device named directly (a prompt file, a tokenizer path).
+        row("read_text_file of /dev/zero", ErrorKind::io, {"/dev/zero", "character device"},
+            [=] { read_text_file("/dev/zero", 1 << 20, "a prompt file"); });
+        row("tokenizer.json path /dev/zero", ErrorKind::io, {"/dev/zero", "character device"},
+            [=] { load_tokenizer_json("/dev/zero", {}); });
+        // A regular file too big to be a config (sparse: nothing is written).
+        const fs::path big =
+            dirs.copy([&](const fs::path& p) { fs::resize_file(p / "config.json", 65 << 20); });
+        row("config.json of 65 MiB", ErrorKind::format,
+            {"config.json", "more than 64 MiB, the limit for a JSON config"}, [=] { load(big); });
+        const fs::path big_jinja = dirs.copy([&](const fs::path& p) {
+            write_file(p / "chat_template.jinja", "");
+            fs::resize_file(p / "chat_template.jinja", 65 << 20);
+        });
+        row("chat_template.jinja of 65 MiB", ErrorKind::format, {"chat_template.jinja", "64 MiB"},
+            [=] { detect_chat_format(big_jinja); });
+        const fs::path big_header = dirs.copy([&](const fs::path& p) {
+            std::string b(8, '\0');
+            const uint64_t n = 100000001;
+            std::memcpy(b.data(), &n, 8);
+            write_file(p / "model.safetensors", b);
+            fs::resize_file(p / "model.safetensors", 8 + n + 16);
+        });
+        row("safetensors header over 100 MB", ErrorKind::format,
+            {"model.safetensors", "header length 100000001", "100000000-byte limit"},
+            [=] { load(big_header); });
+    }
+    {
+        // 300k distinct eos ids took 18-60 s (quadratic merge) and were accepted.
+        std::string ids = "[";
+        for (int i = 0; i < 300000; ++i) {  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on +
+            if (i) ids += ',';
+            ids += std::to_string(i);
+        }
+        ids += "]";
+        const fs::path d = dirs.copy([&](const fs::path& p) {
+            write_file(p / "generation_config.json", "{\"eos_token_id\": " + ids + "}");
+        });
+        row("generation_config.json with 300000 eos ids", ErrorKind::format,
+            {"generation_config.json", "eos_token_id", "300000 token ids", "4096"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path cfg = dirs.copy([](const fs::path& p) {
+            fs::remove(p / "config.json");
+            fs::create_directory(p / "config.json");
+        });
+        row("config.json is a directory", ErrorKind::io, {"config.json", "is a directory"},
+            [=] { load(cfg); });
+        const fs::path tj =
+            dirs.copy([](const fs::path& p) { fs::create_directory(p / "tokenizer.json"); });
+        row("tokenizer.json is a directory", ErrorKind::io, {"tokenizer.json", "is a directory"},
+            [=] { load_tokenizer(tj); });
+    }
+    {
+        // Gaps and trailing bytes were accepted; the reference implementation
+        // (and now staticlm) requires the tensors to tile the data section.
+        const fs::path gap = dirs.tensors([](StFile& f) {
+            const uint64_t b = f.header[down1]["data_offsets"][0].get<uint64_t>();
+            f.data.insert(b, 16, '\0');
+            for (auto& [key, t] : f.header.items()) {
+                if (key == "__metadata__") continue;
+                for (auto& o : t["data_offsets"])
+                    if (o.get<uint64_t>() >= b &&
+                        !(key != down1 && o.get<uint64_t>() == b && &o == &t["data_offsets"][1]))
+                        o = o.get<uint64_t>() + 16;
+            }
+        });
+        row("safetensors gap between tensors", ErrorKind::format,
+            {"model.safetensors", down1, "gap of 16 bytes"}, [=] { load(gap); });
+        const fs::path tail = dirs.tensors([](StFile& f) { f.data += std::string(100, '\0'); });
+        row("safetensors bytes after the last tensor", ErrorKind::format,
+            {"model.safetensors", "100 bytes after the last tensor"}, [=] { load(tail); });
+        // The same tensor in two shards: which one is the model?
+        const fs::path two = dirs.copy([](const fs::path& p) {
+            fs::rename(p / "model.safetensors", p / "a.safetensors");
+            StFile f = StFile::read(p / "a.safetensors");
+            json weight_map = json::object();
+            for (auto& [key, t] : f.header.items())
+                if (key != "__metadata__") weight_map[key] = "a.safetensors";
+            // b.safetensors holds model.norm.weight (listed there) and a second norm0.
+            const std::vector<float> v(64, 1.0f);
+            write_file(p / "b.safetensors",
+                       safetensors_file({{norm0, "F32", {64}, f32_bytes(v)},
+                                         {"model.norm.weight", "F32", {64}, f32_bytes(v)}}));
+            weight_map["model.norm.weight"] = "b.safetensors";
+            write_file(p / "model.safetensors.index.json", json{{"weight_map", weight_map}}.dump());
+        });
+        row("tensor in two shards", ErrorKind::format,
+            {norm0, "is in two shards", "a.safetensors", "b.safetensors"}, [=] { load(two); });
+    }
+    {
+        // A link inside the directory to a file outside it was followed
+        // (/etc/passwd parsed as a shard, its size echoed).
+        const fs::path shard = dirs.copy([](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"model.norm.weight\": \"evil.safetensors\"}}");
+            fs::create_symlink("/etc/passwd", p / "evil.safetensors");
+        });
+        row("shard links to /etc/passwd", ErrorKind::io,
+            {"evil.safetensors", "outside the model directory"}, [=] { load(shard); });
+        const fs::path outside = dirs.tmp.path / "outside";
+        fs::create_directories(outside);
+        fs::copy_file(kFixture / "model.safetensors", outside / "model.safetensors",
+                      fs::copy_options::overwrite_existing);
+        const fs::path weights = dirs.copy([&](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            fs::create_symlink(outside / "model.safetensors", p / "model.safetensors");
+        });
+        row("model.safetensors links outside the directory", ErrorKind::io,
+            {"model.safetensors", "outside the model directory"}, [=] { load(weights); });
+        const fs::path tok = dirs.copy([&](const fs::path& p) {
+            fs::create_symlink(fs::absolute(kSpModel), p / "tokenizer.model");
+        });
+        row("tokenizer.model links outside the directory", ErrorKind::io,
+            {"tokenizer.model", "outside the model directory"}, [=] { load_tokenizer(tok); });
+    }
+    {
+        // A NUL in a shard name cut the message at the NUL ("<dir>/model: cannot open").
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            fs::remove(p / "model.safetensors");
+            write_file(p / "model.safetensors.index.json",
+                       "{\"weight_map\": {\"model.norm.weight\": \"model\\u0000.safetensors\"}}");
+        });
+        row("shard name with a NUL byte", ErrorKind::format,
+            {"model\\x00.safetensors", "is not a file name"}, [=] { load(d); });
+    }
+    {
+        // Well-formed JSON of the wrong shape was "malformed JSON at byte N"
+        // or an nlohmann type_error naming no field.
+        const fs::path vocab = dirs.tokenizer_json([](json& j) {
+            j["model"]["vocab"] = json::array({"a", "b"});
+        });
+        row("tokenizer.json model.vocab is an array", ErrorKind::format,
+            {"tokenizer.json", "model.vocab must be an object", "not array"},
+            [=] { load_tokenizer(vocab); });
+        const fs::path id = dirs.tokenizer_json([](json& j) { j["model"]["vocab"]["!"] = "1"; });
+        row("tokenizer.json vocab id is a string", ErrorKind::format,
+            {"model.vocab[\"!\"] must be an integer token id, not string"},
+            [=] { load_tokenizer(id); });
+        const fs::path merges = dirs.tokenizer_json([](json& j) { j["model"]["merges"][3] = 7; });
+        row("tokenizer.json merge is a number", ErrorKind::format,
+            {"model.merges[3] must be a string \"a b\" or a pair of strings, not number"},
+            [=] { load_tokenizer(merges); });
+        const fs::path content = dirs.tokenizer_json([](json& j) {
+            j["normalizer"] = {
+                {"type", "Sequence"},
+                {"normalizers",
+                 {{{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", 5}}}}};
+        });
+        row("tokenizer.json normalizer content is a number", ErrorKind::format,
+            {"normalizer.normalizers[0].content must be a string, not integer"},
+            [=] { load_tokenizer(content); });
+        const fs::path added =
+            dirs.tokenizer_json([](json& j) { j["added_tokens"][1]["content"] = true; });
+        row("tokenizer.json added token content is a boolean", ErrorKind::format,
+            {"added_tokens[1].content must be a string, not boolean"},
+            [=] { load_tokenizer(added); });
+        const fs::path root = dirs.tokenizer_json_text("[1, 2]");
+        row("tokenizer.json is an array", ErrorKind::format,
+            {"the document must be a JSON object, not array"}, [=] { load_tokenizer(root); });
+    }
+
+    // --- issue 18: limits on settings and inputs that used to crash or misbehave ---
+    row("threads 1000000 (session)", ErrorKind::config, {"threads 1000000", "CPUs", "at most"},
+        [&] { session_with([](SessionOptions& o) { o.threads = 1000000; }); });
+    row("threads above 4 x CPUs (session)", ErrorKind::config, {"at most " + std::to_string(max_threads())},
+        [&] { session_with([](SessionOptions& o) { o.threads = max_threads() + 1; }); });
+    row("threads 1000000 (load)", ErrorKind::config, {"invalid load options", "threads 1000000", "at most"}, [&] {
+        LoadOptions o = options();
+        o.threads = 1000000;
+        load_model(kFixture, o);
+    });
+    row("threads 1000000 (synthetic)", ErrorKind::config, {"threads 1000000"},
+        [&] { synthetic_model("tiny-llama", WeightType::f32, 1, 1000000); });
+    auto sample_with = [&](auto&& edit) {
+        GenerateOptions g;
+        g.sampling.temperature = 1.0f;
+        edit(g.sampling);
+        generate(s, nullptr, std::vector<int>{1}, g);
+    };
+    row("repetition_penalty inf", ErrorKind::config, {"repetition_penalty must be in [0.001", "inf"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = INFINITY; }); });
+    row("repetition_penalty 1e-30 (logits / 1e-30 overflow)", ErrorKind::config, {"repetition_penalty"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = 1e-30f; }); });
+    row("repetition_penalty NaN", ErrorKind::config, {"repetition_penalty"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_penalty = std::nanf(""); }); });
+    row("top_p NaN", ErrorKind::config, {"top_p must be in (0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.top_p = std::nanf(""); }); });
+    row("min_p NaN", ErrorKind::config, {"min_p must be in [0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.min_p = std::nanf(""); }); });
+    row("min_p 1.5", ErrorKind::config, {"min_p must be in [0, 1]"},
+        [&] { sample_with([](SamplingOptions& o) { o.min_p = 1.5f; }); });
+    row("negative repetition_window", ErrorKind::config, {"repetition_window must be >= 0"},
+        [&] { sample_with([](SamplingOptions& o) { o.repetition_window = -1; }); });
+    row("temperature inf", ErrorKind::config, {"temperature must be finite"},
+        [&] { sample_with([](SamplingOptions& o) { o.temperature = INFINITY; }); });
+    {
+        // Finite weights whose activations overflow: layer 1's attention norm
+        // scales by 3e38. The error names the first layer and intermediate.
+        const fs::path d = dirs.tensors([](StFile& f) {
+            for (size_t i = 0; i < 64; ++i) f.set_f32("model.layers.1.input_layernorm.weight", i, 3e38f);
+        });
+        row("non-finite logits name the first layer", ErrorKind::model,
+            {"non-finite logits", "'attn_norm' of layer 1", "position 0"}, [=] {
+                const auto m = load_model(d, options());
+                SessionOptions o;
+                o.max_seq = 16;
+                o.prefill_buckets = {8};
+                o.append_buckets = {4};
+                o.threads = 1;
+                Session bad(m, o);
+                bad.prefill(std::vector<int>{1, 2, 3});
+            });
+        row("non-finite logits stop generate", ErrorKind::model, {"non-finite logits", "layer 1"}, [=] {
+            const auto m = load_model(d, options());
+            SessionOptions o;
+            o.max_seq = 16;
+            o.prefill_buckets = {8};
+            o.append_buckets = {4};
+            o.threads = 1;
+            Session bad(m, o);
+            GenerateOptions g;
+            generate(bad, nullptr, std::vector<int>{1, 2, 3}, g);
+        });
+    }
+    {
+        const fs::path d = dirs.copy([](const fs::path& p) {
+            write_file(p / "generation_config.json", "{\"eos_token_id\": 2, \"top_p\": 1.5}");
+        });
+        row("generation_config.json top_p 1.5", ErrorKind::format, {"generation_config.json", "'top_p'", "(0"},
+            [=] { load(d); });
+    }
+    {
+        const fs::path file = kFixture / "model.safetensors";
+        row("a safetensors file instead of its directory", ErrorKind::io,
+            {"model.safetensors: is a file", "give the model directory"}, [=] { load(file); });
+        row("a GGUF file that is not there", ErrorKind::io, {"x.gguf", "GGUF file not found"},
+            [&] { load(dirs.tmp.path / "x.gguf"); });
+    }
 
     CHECK(rows.size() >= 70);
     for (const Row& r : rows) {

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "model/model.hpp"
+#include "staticlm/batch_session.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
@@ -139,5 +140,75 @@ TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     for (WeightType w : {WeightType::f32, WeightType::q8}) {
         check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
+    }
+}
+
+namespace {
+
+// The batched runtime: BatchSession prefill steps and M-row decode steps, and
+// BatchGenerator's submit / step / stop / release cycles (continuous batching
+// with sampling) allocate nothing once created.
+void check_batch_no_allocation(const std::filesystem::path& dir, WeightType w) {
+    LoadOptions lo;
+    lo.weights = w;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(dir, lo);
+    const int V = model->config().vocab;
+    std::vector<int> ids(40);
+    for (int i = 0; i < 40; ++i) ids[size_t(i)] = (i * 37 + 5) % V;
+    BatchSessionOptions bo;
+    bo.slots = 3;
+    bo.session.max_seq = 64;
+    bo.session.prefill_buckets = {8, 16};
+    bo.session.append_buckets = {4};
+    bo.session.threads = 2;
+    BatchGenerator gen(model, bo, 8);
+    SamplingOptions sampling;
+    sampling.temperature = 0.7f;
+    sampling.top_k = 20;
+    sampling.top_p = 0.9f;
+    sampling.repetition_penalty = 1.1f;
+    const std::vector<int> stop = {V - 1};
+    auto cycle = [&] {
+        for (int r = 0; r < 5; ++r) {
+            while (gen.active() < gen.capacity())
+                gen.submit(uint64_t(r), std::span<const int>(ids.data() + r, size_t(3 + 7 * r % 20)),
+                           sampling, 4 + r, stop);
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s) {
+                if (gen.in_use(s) && !gen.finished(s) && gen.generated(s).size() == 2)
+                    gen.stop(s, StopReason::stop_string);
+                if (gen.finished(s)) gen.release(s);
+            }
+        }
+        while (gen.active() > 0) {
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s)
+                if (gen.finished(s)) gen.release(s);
+        }
+        BatchSession& bs = gen.session();
+        const int rows[] = {0, 1, 2};
+        const int toks[] = {ids[1], ids[2], ids[3]};
+        for (int s = 0; s < 3; ++s) bs.prefill(s, std::span<const int>(ids.data(), 20));
+        bs.decode(rows, toks);
+        bs.prefill_step(1, std::span<const int>(ids.data(), 5));
+    };
+    cycle();  // warm-up: starts the thread team
+    long n = 0;
+    {
+        Counting c;
+        cycle();
+        n = c.count();
+    }
+    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), ": ", n, " heap allocations");
+}
+
+}  // namespace
+
+TEST_CASE("the batched runtime allocates nothing after creation") {
+    for (WeightType w : {WeightType::f32, WeightType::q8}) {
+        check_batch_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
+        check_batch_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }
 }

@@ -65,7 +65,7 @@ check "missing model message names the directory" grep -q "no-such-dir" "$tmp/er
 check "runtime error is one line" test "$(wc -l <"$tmp/err1.txt")" -eq 1
 "$bin" generate --model "$model" --prompt "Once upon a time there was" --max-seq 4 --prefill-buckets 2 --append-buckets 2 >/dev/null 2>"$tmp/err2.txt"
 check "capacity error exits 1" test $? -eq 1
-check "capacity message names K" grep -q "K=4" "$tmp/err2.txt"
+check "capacity message names the flag" grep -q -- "-c/--max-seq" "$tmp/err2.txt"
 "$bin" info --model "$model" >"$tmp/info.txt" 2>&1
 check "info prints the target" grep -q "^target" "$tmp/info.txt"
 

@@ -43,15 +43,16 @@ struct Run {
 }  // namespace
 
 int cmd_bench(const Args& a) {
+    if (a.has("batch")) return cmd_bench_batch(a);  // tools/cli/bench_batch.cpp
     const bool json = a.has("json");
     const int pp = a.integer("pp", 512);
     const int tg = a.integer("tg", 128);
     const int reps = a.integer("reps", 3);
     if (pp < 1 || tg < 1 || reps < 1) throw UsageError("--pp, --tg and --reps must be >= 1");
+    if (a.has("model") && a.has("synthetic")) throw UsageError("give -m/--model or --synthetic, not both");
     // --threads 1,2 measures each count in this one process (thread scaling).
     const std::vector<int> thread_list = a.int_list("threads", {0});
-    for (int t : thread_list)
-        if (t < 0) throw UsageError("--threads must be >= 0, got " + std::to_string(t));
+    for (int t : thread_list) check_threads_flag(t, a.spelled("threads"));
     const bool all_cores = std::find(thread_list.begin(), thread_list.end(), 0) != thread_list.end();
     const int load_threads = all_cores ? 0 : *std::max_element(thread_list.begin(), thread_list.end());
     const Args la = a.with("threads", std::to_string(load_threads));
@@ -66,7 +67,8 @@ int cmd_bench(const Args& a) {
         model = synthetic_model(name, weight_type_from_args(a), 1, load_threads);
     }
     const ModelConfig& c = model_config(*model);
-    const bool q8 = model_weight_type(*model) == WeightType::q8;
+    // The ratio of prefill is to the peak of the arithmetic the format's matmul uses.
+    const bool int8 = weight_type_info(model_weight_type(*model)).math == WeightMath::int8;
 
     // Deterministic token ids spread over the vocabulary.
     std::vector<int> prompt(static_cast<size_t>(pp));
@@ -78,7 +80,7 @@ int cmd_bench(const Args& a) {
     const double params = model_matmul_params(*model);
     std::vector<Run> runs;
     for (int requested : thread_list) {
-        SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)));
+        SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)), c);
         so.max_seq = std::max(so.max_seq, pp + tg);
         so.prefill_buckets = {pp};
         Session session(model, so);
@@ -107,7 +109,7 @@ int cmd_bench(const Args& a) {
         run.gops = run.prefill.mean * 2.0 * params / 1e9;
         run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
         run.machine = measure_ceilings(run.threads);
-        run.r_peak = run.gops / (q8 ? run.machine.int8_gops : run.machine.fp32_gflops);
+        run.r_peak = run.gops / (int8 ? run.machine.int8_gops : run.machine.fp32_gflops);
         run.r_bw = run.gbps / run.machine.read_gb_per_s;
         runs.push_back(run);
     }
@@ -134,7 +136,7 @@ int cmd_bench(const Args& a) {
         std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS\n",
                     r.threads, r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
         std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
-                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, q8 ? "int8" : "fp32");
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, int8 ? "int8" : "fp32");
         std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
     }

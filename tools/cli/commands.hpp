@@ -1,5 +1,6 @@
-// Shared pieces of the CLI subcommands: flag lists, and turning flags into
-// load, session and generation options.
+// Shared pieces of the CLI subcommands: the flag sets, turning flags into
+// load, session and generation options (defaults derived from the model), and
+// reading prompt files.
 #pragma once
 
 #include <memory>
@@ -13,20 +14,49 @@
 
 namespace staticlm::cli {
 
-const std::vector<std::string>& common_flags();
-const std::vector<std::string>& common_switches();
+// Exit codes.
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitInterrupted = 130;
 
+// Flag groups, combined into each command's CommandSpec (commands.cpp).
+std::vector<FlagSpec> model_flags();     // -m/--model
+std::vector<FlagSpec> load_flags();      // --weights, -t/--threads
+std::vector<FlagSpec> session_flags();   // -c/--max-seq/--ctx-size, buckets, --kv, --ring
+std::vector<FlagSpec> sampling_flags();  // --temp, --top-k, --top-p, --min-p, --repeat-*, -s/--seed
+std::vector<FlagSpec> generation_flags(int default_n);  // -n, --stop, --ignore-eos
+const CommandSpec& command_spec(const std::string& name);  // throws UsageError for unknown names
+const std::vector<std::string>& command_names();
+
+// The one place a --weights / --kv value becomes a type.
+WeightType parse_weights(const std::string& value, const std::string& flag);
+KvType parse_kv(const std::string& value, const std::string& flag);
 WeightType weight_type_from_args(const Args& a);
+// --threads N: 0 (all CPUs) .. max_threads(), checked with the flag's name.
+int threads_from_args(const Args& a);
+void check_threads_flag(int threads, const std::string& flag);
 // --model DIR (with a progress bar on a terminal) or --synthetic NAME.
 std::shared_ptr<const Model> load_model_from_args(const Args& a);
 // Prints the model's load warnings to stderr ("staticlm: warning: ...").
 void print_model_warnings(const Model& model);
-SessionOptions session_options_from_args(const Args& a);
-GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens);
+// -c / buckets / --kv / --ring / -t; max-seq defaults to min(2048, the model's
+// trained context) and the buckets to default_*_buckets(max-seq). Warns on
+// stderr when -c exceeds the trained context.
+SessionOptions session_options_from_args(const Args& a, const ModelConfig& config);
+// Sampling: suggested_sampling(model) (generation_config.json), then the flags.
+GenerateOptions generate_options_from_args(const Args& a, const ModelConfig& config, int default_max_tokens);
+
+// Reads a text file ("-" = stdin) of at most max_bytes, refusing directories,
+// devices and other non-regular files; errors name the flag and the limit.
+std::string read_text_input(const std::string& path, const std::string& flag, size_t max_bytes);
+constexpr size_t kMaxTextFileBytes = size_t{64} << 20;  // 64 MiB
+// The most bytes of text that can encode to `tokens` tokens or fewer with this
+// tokenizer: a refusal bound checked before tokenizing (4 x the longest piece
+// per token, a margin for normalization).
+size_t max_text_bytes(const Tokenizer& tokenizer, int tokens);
 
 int cmd_bench(const Args& a);
-// verify / perplexity parse their own flags (common flags plus their own).
-int cmd_verify(int argc, char** argv);
-int cmd_perplexity(int argc, char** argv);
+int cmd_verify(const Args& a);
+int cmd_perplexity(const Args& a);
+int cmd_bench_batch(const Args& a);  // bench --batch LIST (tools/cli/bench_batch.cpp)
+int cmd_batch(const Args& a);        // tools/cli/batch_cmd.cpp
 
 }  // namespace staticlm::cli

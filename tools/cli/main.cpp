@@ -1,133 +1,207 @@
-// The staticlm command line: generate, chat, info, tokenize (and the measuring
-// tools of tools/measure_cmd.cpp). Uses only the public headers. Exit codes: 0 ok,
-// 1 runtime error (one line on stderr), 2 usage error.
+// The staticlm command line: generate, chat, info, tokenize (bench, verify and
+// perplexity live in bench_cmd.cpp / measure_cmd.cpp). Uses only the public
+// headers. Exit codes: 0 ok, 1 runtime error (one line on stderr), 2 usage
+// error, 130 generation stopped by Ctrl-C.
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <string>
 
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
+#include "staticlm/staticlm.h"
 #include "cli_args.hpp"
 #include "commands.hpp"
+#include "interrupt.hpp"
 
 namespace staticlm::cli {
 
-void print_usage();
-
 namespace {
 
-constexpr const char* kUsage =
-    "usage: staticlm <command> [flags]\n"
-    "commands:\n"
-    "  generate  --model DIR|FILE.gguf [--prompt TEXT | --prompt-file F] [--n-predict N] [--echo]\n"
-    "  chat      --model DIR [--system TEXT]   (one user turn per line when stdin is not a terminal)\n"
-    "  info      --model DIR | --synthetic NAME\n"
-    "  tokenize  --model DIR [--add-special] TEXT\n"
-    "  bench     [--model DIR | --synthetic NAME] [--threads N[,N...]] [--pp N] [--tg N] [--reps R] [--json]\n"
-    "  verify    --model DIR --reference FILE [--max-peir PCT] [--min-top1 F] [--min-greedy F]\n"
-    "            [--summary] [--dump DIR] [--multi-turn [--turn1 A] [--decode N] [--turn2 B]\n"
-    "            [--append-bucket Q] [--max-split-peir PCT]]   (exit 1 when a budget is exceeded)\n"
-    "  perplexity --model DIR --file F [--ctx N]\n"
-    "  (-m, -p, -n: --model, --prompt, --n-predict)\n"
-    "common flags: --weights q8|f16|bf16|f32  --kv f16|f32  --threads N  --max-seq K\n"
-    "  --prefill-buckets LIST  --append-buckets LIST  --temp T  --top-k K  --top-p P\n"
-    "  --min-p P  --repeat-penalty R  --seed S  --stop TEXT\n";
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, "cannot read prompt file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+std::string usage_text() {
+    return "usage: staticlm <command> [flags]   (staticlm <command> --help for its flags and defaults)\n"
+           "commands:\n"
+           "  generate    continue a prompt:   staticlm generate -m DIR -p \"Once upon a time\" -n 64\n"
+           "  chat        multi-turn chat:     staticlm chat -m DIR\n"
+           "  info        model summary:       staticlm info -m DIR\n"
+           "  tokenize    token ids of a text: staticlm tokenize -m DIR \"Hello world\"\n"
+           "  bench       prefill/decode speed against this machine's ceilings\n"
+           "  verify      compare logits with a reference file\n"
+           "  perplexity  perplexity of a text file\n"
+           "  batch       JSONL prompts to JSONL results, resumable and sharded (docs/BATCH.md)\n"
+           "  --version   print the version\n";
 }
 
-void write_text(void*, std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+// Streams text to stdout and remembers whether the last byte was a newline.
+struct Output {
+    bool at_line_start = true;
+    void write(std::string_view text) {
+        if (text.empty()) return;
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        at_line_start = text.back() == '\n';
+    }
+    static void sink(void* ctx, std::string_view text) { static_cast<Output*>(ctx)->write(text); }
+    // On a terminal, end the output with a newline (a pipe gets the text exactly).
+    void finish() {
+        if (!at_line_start && isatty(1)) write("\n");
+    }
+};
+
+bool keep_going(void*, int, std::string_view) { return !interrupted(); }
+
+std::string stop_text(const GenerateResult& r, const GenerateOptions& g, const Session& s) {
+    switch (r.reason) {
+        case StopReason::eos: return "end of text (EOS token)";
+        case StopReason::stop_string: return "stop string";
+        case StopReason::max_tokens: return "-n " + std::to_string(g.max_tokens) + " tokens generated";
+        case StopReason::capacity:
+            return "context full: " + std::to_string(s.max_seq()) + " tokens (raise -c/--max-seq)";
+        case StopReason::aborted: return "interrupted (Ctrl-C)";
+    }
+    return "?";
 }
 
-void print_stats(const GenerateStats& s) {
+void print_stats(const GenerateResult& r, const GenerateOptions& g, const Session& s) {
+    const GenerateStats& st = r.stats;
     std::fprintf(stderr,
-                 "\n[staticlm] prompt %d tokens, %.1f tok/s | first token %.1f ms | generated %d "
-                 "tokens, %.1f tok/s\n",
-                 s.prompt_tokens, s.prefill_tok_per_s(), s.first_token_seconds * 1e3,
-                 s.generated_tokens, s.decode_tok_per_s());
+                 "\n[staticlm] prompt %d tokens, %.1f tok/s | first token %.1f ms | generated %d tokens, %.1f "
+                 "tok/s | stopped: %s\n",
+                 st.prompt_tokens, st.prefill_tok_per_s(), st.first_token_seconds * 1e3, st.generated_tokens,
+                 st.decode_tok_per_s(), stop_text(r, g, s).c_str());
+}
+
+const Tokenizer& require_tokenizer(const Model& model, const char* cmd) {
+    const Tokenizer* tok = model_tokenizer(model);
+    if (!tok) throw Error(ErrorKind::config, std::string(cmd) + " needs a model with a tokenizer");
+    return *tok;
+}
+
+// Refuses text that cannot fit in `tokens_left` before tokenizing it (a huge
+// prompt would otherwise cost its whole tokenization in time and memory).
+void check_text_fits(const std::string& text, const Tokenizer& tok, int tokens_left, int max_seq,
+                     const char* what) {
+    const size_t limit = max_text_bytes(tok, tokens_left);
+    if (text.size() > limit)
+        throw Error(ErrorKind::capacity,
+                    std::string(what) + " is " + std::to_string(text.size()) + " bytes: it cannot fit in the " +
+                        std::to_string(tokens_left) + " free tokens of the context (at most " +
+                        std::to_string(limit) + " bytes can; raise -c/--max-seq, now " + std::to_string(max_seq) +
+                        ", or shorten it)");
 }
 
 int cmd_generate(const Args& a) {
+    if (a.has("prompt") && a.has("prompt-file")) throw UsageError("give -p/--prompt or -f/--prompt-file, not both");
+    const std::string prompt = a.has("prompt-file")
+                                   ? read_text_input(a.str("prompt-file"), a.spelled("prompt-file"), kMaxTextFileBytes)
+                                   : a.str("prompt");
     auto model = load_model_from_args(a);
-    const Tokenizer* tok = model_tokenizer(*model);
-    if (!tok) throw Error(ErrorKind::config, "generate needs a model with a tokenizer");
-    Session session(model, session_options_from_args(a));
-    std::string prompt = a.has("prompt-file") ? read_file(a.str("prompt-file")) : a.str("prompt");
-    std::vector<int> ids = tok->encode(prompt, /*add_special=*/true);
+    const Tokenizer& tok = require_tokenizer(*model, "generate");
+    const ModelConfig& config = model_config(*model);
+    const SessionOptions so = session_options_from_args(a, config);
+    const GenerateOptions g = generate_options_from_args(a, config, 256);
+    check_text_fits(prompt, tok, so.max_seq, so.max_seq, "the prompt");
+    std::vector<int> ids = tok.encode(prompt, /*add_special=*/true);
     if (ids.empty()) {
-        if (tok->bos_id() < 0) throw Error(ErrorKind::input, "empty prompt and no BOS token");
-        ids.push_back(tok->bos_id());
+        if (tok.bos_id() < 0) throw Error(ErrorKind::input, "empty prompt and no BOS token");
+        ids.push_back(tok.bos_id());
     }
-    if (a.has("echo")) write_text(nullptr, prompt);
-    const GenerateOptions g = generate_options_from_args(a, 256);
-    const GenerateResult r = generate(session, tok, ids, g, {write_text, nullptr});
-    print_stats(r.stats);  // stdout holds exactly the generated text
-    return 0;
+    if (int(ids.size()) > so.max_seq)
+        throw Error(ErrorKind::capacity, "the prompt is " + std::to_string(ids.size()) +
+                                             " tokens, more than the context of " + std::to_string(so.max_seq) +
+                                             " (raise -c/--max-seq or shorten the prompt)");
+    Session session(model, so);
+    Output out;
+    if (a.has("echo")) out.write(prompt);
+    GenerateOptions go = g;
+    go.on_token = {keep_going, nullptr};
+    GenerateResult r;
+    {
+        ReplyScope scope;
+        r = generate(session, &tok, ids, go, {Output::sink, &out});
+    }
+    out.finish();
+    print_stats(r, g, session);  // stdout holds exactly the generated text
+    return r.reason == StopReason::aborted ? kExitInterrupted : kExitOk;
 }
 
 int cmd_chat(const Args& a) {
     auto model = load_model_from_args(a);
-    const Tokenizer* tok = model_tokenizer(*model);
-    if (!tok) throw Error(ErrorKind::config, "chat needs a model with a tokenizer");
-    Session session(model, session_options_from_args(a));
-    const ChatFormat format = detect_chat_format(a.str("model"));
+    const Tokenizer& tok = require_tokenizer(*model, "chat");
+    const ModelConfig& config = model_config(*model);
+    Session session(model, session_options_from_args(a, config));
+    const ChatFormat format =
+        a.str("model").size() > 4 && a.str("model").substr(a.str("model").size() - 4) == ".bin"
+            ? ChatFormat::plain
+            : detect_chat_format(a.str("model"));
     ChatOptions co;
     co.system = a.str("system");
     if (a.has("date")) co.date = a.str("date");
-    Chat chat(session, *tok, format, co);
-    const GenerateOptions g = generate_options_from_args(a, 512);
+    Chat chat(session, tok, format, co);
+    GenerateOptions g = generate_options_from_args(a, config, 512);
+    g.on_token = {keep_going, nullptr};
     const bool interactive = isatty(0);
+    std::ios::sync_with_stdio(false);  // stdin is read only through std::cin here (fast long lines)
     std::string line;
+    Output out;
     while (true) {
         if (interactive) std::fputs("> ", stderr);
         if (!std::getline(std::cin, line)) break;
         if (line.empty()) continue;
-        const GenerateResult r = chat.reply(line, g, {write_text, nullptr});
-        std::fputs("\n", stdout);
-        std::fflush(stdout);
-        if (interactive) print_stats(r.stats);
+        check_text_fits(line, tok, session.max_seq() - session.pos(), session.max_seq(), "this turn");
+        GenerateResult r;
+        {
+            ReplyScope scope;
+            r = chat.reply(line, g, {Output::sink, &out});
+        }
+        out.write("\n");
+        if (interactive)
+            print_stats(r, g, session);
+        else if (r.reason == StopReason::capacity || r.reason == StopReason::aborted)
+            std::fprintf(stderr, "[staticlm] reply stopped: %s\n", stop_text(r, g, session).c_str());
     }
-    return 0;
+    return kExitOk;
 }
+
+std::string read_stdin_text() { return read_text_input("-", "stdin", kMaxTextFileBytes); }
 
 int cmd_tokenize(const Args& a) {
     // Only the tokenizer files are read: a directory with just tokenizer.json works.
-    if (!a.has("model")) throw UsageError("--model DIR is required");
-    const std::unique_ptr<Tokenizer> owned = load_model_tokenizer(a.str("model"), a.has("prefer-json"));
-    const Tokenizer* tok = owned.get();
+    if (!a.has("model")) throw UsageError("-m/--model DIR is required");
+    const std::unique_ptr<Tokenizer> tok = load_model_tokenizer(a.str("model"), a.has("prefer-json"));
     std::string text;
-    for (size_t i = 0; i < a.positional().size(); ++i) text += (i ? " " : "") + a.positional()[i];
+    if (a.positional().empty() || (a.positional().size() == 1 && a.positional()[0] == "-")) {
+        text = read_stdin_text();
+    } else {
+        for (size_t i = 0; i < a.positional().size(); ++i) text += (i ? " " : "") + a.positional()[i];
+    }
     const std::vector<int> ids = tok->encode(text, a.has("add-special"));
+    if (a.has("pieces")) {
+        for (int id : ids) std::printf("%d -> '%s'\n", id, tok->piece(id).c_str());
+        return kExitOk;
+    }
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
     std::printf("\n");
-    return 0;
+    return kExitOk;
 }
 
 int cmd_info(const Args& a) {
-    if (a.has("model") && a.str("model").ends_with(".gguf")) std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
+    if (a.has("model") && a.str("model").ends_with(".gguf") && std::filesystem::is_regular_file(a.str("model")))
+        std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
     auto model = load_model_from_args(a);
     const ModelConfig& c = model_config(*model);
-    const SessionOptions so = session_options_from_args(a);
+    const SessionOptions so = session_options_from_args(a, c);
     Session session(model, so);
     std::printf("model        %s (%s)\n", c.architecture.c_str(), c.family.c_str());
     std::printf("hidden       %d\nlayers       %d\nvocab        %d\n", c.hidden, c.n_layers, c.vocab);
     if (!c.layers.empty()) {
         const LayerConfig& l = c.layers[0];
-        std::printf("heads        %d (kv %d, head_dim %d)\nffn          %d\n", l.n_heads,
-                    l.n_kv_heads, l.head_dim, l.ffn_dim);
+        std::printf("heads        %d (kv %d, head_dim %d)\nffn          %d\n", l.n_heads, l.n_kv_heads, l.head_dim,
+                    l.ffn_dim);
     }
     int sliding = 0, shared = 0;
     for (size_t i = 0; i < c.layers.size(); ++i) {
@@ -137,42 +211,69 @@ int cmd_info(const Args& a) {
     if (sliding) std::printf("sliding      %d layers\n", sliding);
     if (shared) std::printf("kv-shared    %d layers\n", shared);
     if (c.per_layer_dim) std::printf("per-layer    %d\n", c.per_layer_dim);
+    std::printf("context      %d (max_position_embeddings)\n", c.max_position);
     std::printf("weights      %s, %.1f MiB\n", weight_type_name(model_weight_type(*model)),
                 model_weight_bytes(*model) / 1048576.0);
     std::printf("load         %.3f s\n", model_load_seconds(*model));
-    std::printf("kv cache     %s, max_seq %d, %.1f MiB (%.1f KiB per token)\n",
-                kv_type_name(so.kv), so.max_seq, session.cache_bytes() / 1048576.0,
-                session.cache_bytes_per_token() / 1024.0);
+    std::printf("kv cache     %s, max_seq %d, %.1f MiB (%.1f KiB per token)\n", kv_type_name(so.kv), so.max_seq,
+                session.cache_bytes() / 1048576.0, session.cache_bytes_per_token() / 1024.0);
+    auto list = [](const std::vector<int>& v) {
+        std::string s;
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (i) s += ',';
+            s += std::to_string(v[i]);
+        }
+        return s;
+    };
+    std::printf("buckets      prefill %s, append %s\n", list(so.prefill_buckets).c_str(),
+                list(so.append_buckets).c_str());
     std::printf("workspace    %.1f MiB\n", session.workspace_bytes() / 1048576.0);
     std::printf("target       %s\nthreads      %d\n", kernel_target_name().c_str(), session.threads());
-    if (const Tokenizer* tok = model_tokenizer(*model))
-        std::printf("tokenizer    vocab %d, bos %d, eos %d\n", tok->vocab_size(), tok->bos_id(),
-                    tok->eos_id());
-    return 0;
+    const SamplingOptions s = suggested_sampling(c);
+    std::printf("sampling     temp %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g (flags override)\n",
+                double(s.temperature), s.top_k, double(s.top_p), double(s.min_p), double(s.repetition_penalty));
+    std::printf("eos          %s\n", list(c.eos_ids).c_str());
+    if (const Tokenizer* tok = model_tokenizer(*model)) {
+        std::printf("tokenizer    vocab %d, bos %d, eos %d\n", tok->vocab_size(), tok->bos_id(), tok->eos_id());
+        if (a.has("model") && !a.has("synthetic"))
+            std::printf("chat format  %s\n", chat_format_name(detect_chat_format(a.str("model"))));
+    }
+    return kExitOk;
 }
 
 }  // namespace
 
-void print_usage() { std::fputs(kUsage, stderr); }
-
 int run(int argc, char** argv) {
     if (argc < 2) {
-        print_usage();
-        return 2;
+        std::fputs(usage_text().c_str(), stderr);
+        return kExitUsage;
     }
     const std::string cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-        std::fputs(kUsage, stdout);
-        return 0;
+        std::fputs(usage_text().c_str(), stdout);
+        return kExitOk;
     }
-    if (cmd == "verify") return cmd_verify(argc, argv);
-    if (cmd == "perplexity") return cmd_perplexity(argc, argv);
-    const Args a(argc, argv, 2, common_flags(), common_switches());
+    if (cmd == "--version" || cmd == "version") {
+        std::printf("staticlm %s (C API %d, kernels %s)\n", slm_version(), slm_api_version(),
+                    kernel_target_name().c_str());
+        return kExitOk;
+    }
+    const CommandSpec& spec = command_spec(cmd);
+    const Args a(spec, argc, argv, 2);
+    if (a.help()) {
+        std::fputs(command_help(spec).c_str(), stdout);
+        return kExitOk;
+    }
+    // batch keeps the default SIGINT: a killed job resumes from its output file.
+    if (cmd == "batch") return cmd_batch(a);
+    install_interrupt_handler();
     if (cmd == "generate") return cmd_generate(a);
     if (cmd == "chat") return cmd_chat(a);
     if (cmd == "info") return cmd_info(a);
     if (cmd == "tokenize") return cmd_tokenize(a);
     if (cmd == "bench") return cmd_bench(a);
+    if (cmd == "verify") return cmd_verify(a);
+    if (cmd == "perplexity") return cmd_perplexity(a);
     throw UsageError("unknown command '" + cmd + "'");
 }
 
@@ -183,10 +284,16 @@ int main(int argc, char** argv) {
         return staticlm::cli::run(argc, argv);
     } catch (const staticlm::cli::UsageError& e) {
         std::fprintf(stderr, "staticlm: %s\n", e.what());
-        staticlm::cli::print_usage();
-        return 2;
+        return staticlm::cli::kExitUsage;
+    } catch (const staticlm::Error& e) {
+        std::string msg = e.what();
+        // Name the flag to change when the library speaks of its own settings.
+        if (e.kind() == staticlm::ErrorKind::capacity && msg.find("capacity exceeded") != std::string::npos)
+            msg += " (raise -c/--max-seq)";
+        std::fprintf(stderr, "staticlm: error: %s\n", msg.c_str());
+        return staticlm::cli::kExitError;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "staticlm: error: %s\n", e.what());
-        return 1;
+        return staticlm::cli::kExitError;
     }
 }

@@ -18,23 +18,6 @@ namespace staticlm::cli {
 
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> base, std::initializer_list<const char*> more) {
-    for (const char* m : more) base.emplace_back(m);
-    return base;
-}
-
-const std::vector<std::string>& measure_flags() {
-    static const std::vector<std::string> f =
-        with(common_flags(), {"turn1", "decode", "turn2", "append-bucket", "max-split-peir",
-                              "min-greedy"});
-    return f;
-}
-
-const std::vector<std::string>& measure_switches() {
-    static const std::vector<std::string> s = with(common_switches(), {"summary", "multi-turn"});
-    return s;
-}
-
 // A percentage flag: "0.01" or "0.01%" both mean 0.01 % (returned as a fraction).
 double percent_flag(const Args& a, const std::string& name, double fallback_fraction) {
     if (!a.has(name)) return fallback_fraction;
@@ -49,10 +32,9 @@ double percent_flag(const Args& a, const std::string& name, double fallback_frac
 
 VerifySettings settings_from_args(const Args& a) {
     VerifySettings v;
-    v.threads = a.integer("threads", 0);
-    if (v.threads < 0) throw UsageError("--threads must be >= 0");
+    v.threads = threads_from_args(a);
     // f32 KV unless asked otherwise: f16 KV alone would exceed the f32 budget.
-    v.kv = a.has("kv") ? session_options_from_args(a).kv : KvType::f32;
+    v.kv = a.has("kv") ? parse_kv(a.str("kv"), a.spelled("kv")) : KvType::f32;
     if (a.has("prefill-buckets")) v.prefill_buckets = a.int_list("prefill-buckets", {});
     if (a.has("append-buckets")) v.append_buckets = a.int_list("append-buckets", {});
     return v;
@@ -151,33 +133,24 @@ int verify_multi(const Args& a, std::shared_ptr<const Model> model, const Refere
     return pass ? 0 : 1;
 }
 
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, "cannot read text file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 }  // namespace
 
-int cmd_verify(int argc, char** argv) {
-    const Args a(argc, argv, 2, measure_flags(), measure_switches());
+int cmd_verify(const Args& a) {
     if (!a.has("reference")) throw UsageError("verify needs --reference FILE");
-    if (a.has("synthetic")) throw UsageError("verify needs --model DIR (the reference's model)");
-    const ReferenceData ref = read_reference(a.str("reference"));
+    if (!a.has("model")) throw UsageError("-m/--model DIR is required");
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
-    lo.threads = a.integer("threads", 0);
+    lo.threads = threads_from_args(a);
     lo.load_tokenizer = false;  // verify feeds ids
-    if (!a.has("model")) throw UsageError("--model DIR is required");
+    const ReferenceData ref = read_reference(a.str("reference"));
     auto model = load_model(a.str("model"), lo);
     print_model_warnings(*model);
     std::printf("verify %s (%s weights, %s KV) against %s: T=%d, vocab %d, %zu greedy ids\n",
                 a.str("model").c_str(), weight_type_name(lo.weights),
                 kv_type_name(settings_from_args(a).kv), a.str("reference").c_str(), ref.length(),
                 ref.vocab, ref.greedy_ids.size());
-    const double max_peir = percent_flag(a, "max-peir", lo.weights == WeightType::f32 ? 1e-4 : 1e-2);
+    // Formats that keep the f32 weights exactly get the tight default budget.
+    const double max_peir = percent_flag(a, "max-peir", weight_type_info(lo.weights).exact ? 1e-4 : 1e-2);
     const double min_top1 = a.number("min-top1", 0.99);
 
     if (a.has("dump")) {
@@ -189,19 +162,27 @@ int cmd_verify(int argc, char** argv) {
                                : verify_single(a, model, ref, max_peir, min_top1);
 }
 
-int cmd_perplexity(int argc, char** argv) {
-    const Args a(argc, argv, 2, measure_flags(), measure_switches());
-    if (!a.has("file")) throw UsageError("perplexity needs --file F");
+int cmd_perplexity(const Args& a) {
+    if (!a.has("file")) throw UsageError("perplexity needs -f/--file FILE");
+    const std::string text = read_text_input(a.str("file"), a.spelled("file"), kMaxTextFileBytes);
     auto model = load_model_from_args(a);
     const Tokenizer* tok = model_tokenizer(*model);
     if (!tok) throw Error(ErrorKind::config, "perplexity needs a model with a tokenizer");
-    const std::vector<int> ids = tok->encode(read_text_file(a.str("file")), /*add_special=*/true);
-    const int max_seq = a.has("max-seq") ? a.integer("max-seq", 512)
-                                         : (model_config(*model).max_position > 0
-                                                ? model_config(*model).max_position
-                                                : 512);
-    const int ctx = a.integer("ctx", std::min(max_seq, 512));
-    if (ctx < 2) throw UsageError("--ctx must be >= 2");
+    int ctx = 0;
+    if (a.has("ctx")) {
+        ctx = a.integer("ctx", 0);
+        if (ctx < 2) throw UsageError("--ctx must be >= 2, got " + a.str("ctx"));
+    } else {
+        // The default window: the trained context, at most 512 tokens.
+        const int trained = model_config(*model).max_position;
+        if (trained > 0 && trained < 2)
+            throw Error(ErrorKind::config, "the model's config.json has max_position_embeddings " +
+                                               std::to_string(trained) +
+                                               ", too short for a perplexity window (2 tokens at least); "
+                                               "give the window with --ctx N");
+        ctx = trained > 0 ? std::min(trained, 512) : 512;
+    }
+    const std::vector<int> ids = tok->encode(text, /*add_special=*/true);
     const PerplexityResult r = perplexity(model, ids, ctx, settings_from_args(a));
     std::printf("tokens      %d (%d windows of up to %d, %d scored)\n", r.tokens, r.windows, ctx,
                 r.scored);

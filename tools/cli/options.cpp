@@ -1,34 +1,47 @@
-// Flags -> options for every subcommand, and the loading progress bar.
+// Flags -> options for every subcommand (defaults derived from the model),
+// the loading progress bar, and bounded reading of text files.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 
 #include "staticlm/error.hpp"
+#include "staticlm/tokenizer.hpp"
 #include "commands.hpp"
 
 namespace staticlm::cli {
 
-const std::vector<std::string>& common_flags() {
-    static const std::vector<std::string> f = {
-        "model", "synthetic", "prompt", "prompt-file", "n-predict", "weights", "kv", "threads",
-        "max-seq", "prefill-buckets", "append-buckets", "temp", "top-k", "top-p", "min-p",
-        "repeat-penalty", "seed", "system", "date", "stop", "pp", "tg", "reps", "reference",
-        "max-peir", "min-top1", "file", "ctx", "dump"};
-    return f;
+WeightType parse_weights(const std::string& w, const std::string& flag) {
+    // The format table's names, so a new format needs no change here.
+    if (const std::optional<WeightType> t = parse_weight_type(w)) return *t;
+    throw UsageError(flag + " must be " + weight_type_choices() + ", got '" + w + "'");
 }
 
-const std::vector<std::string>& common_switches() {
-    static const std::vector<std::string> s = {"echo", "add-special", "json", "ring", "prefer-json"};
-    return s;
+KvType parse_kv(const std::string& kv, const std::string& flag) {
+    for (KvType t : {KvType::f16, KvType::f32})
+        if (kv == kv_type_name(t)) return t;
+    throw UsageError(flag + " must be f16 or f32, got '" + kv + "'");
 }
 
-WeightType weight_type_from_args(const Args& a) {
-    const std::string w = a.str("weights", "q8");
-    if (w == "q8") return WeightType::q8;
-    if (w == "f16") return WeightType::f16;
-    if (w == "bf16") return WeightType::bf16;
-    if (w == "f32") return WeightType::f32;
-    throw UsageError("--weights must be q8, f16, bf16 or f32, got '" + w + "'");
+WeightType weight_type_from_args(const Args& a) { return parse_weights(a.str("weights", "q8"), a.spelled("weights")); }
+
+void check_threads_flag(int threads, const std::string& flag) {
+    if (threads < 0) throw UsageError(flag + " must be >= 0 (0: all CPUs), got " + std::to_string(threads));
+    if (threads > max_threads())
+        throw UsageError(flag + " " + std::to_string(threads) + " is more than " + std::to_string(kMaxThreadsPerCpu) +
+                         " x the " + std::to_string(available_cpus()) + " CPUs available to this process (at most " +
+                         std::to_string(max_threads()) + ")");
+}
+
+int threads_from_args(const Args& a) {
+    const int threads = a.integer("threads", 0);
+    check_threads_flag(threads, a.spelled("threads"));
+    return threads;
 }
 
 namespace {
@@ -36,11 +49,32 @@ namespace {
 void progress_bar(uint64_t done, uint64_t total) {
     const int width = 40;
     const int filled = total ? int(double(done) / double(total) * width) : width;
-    std::fprintf(stderr, "\rloading [%.*s%*s] %3d%%", filled,
-                 "########################################", width - filled, "",
-                 total ? int(100.0 * double(done) / double(total)) : 100);
+    std::fprintf(stderr, "\rloading [%.*s%*s] %3d%%", filled, "########################################",
+                 width - filled, "", total ? int(100.0 * double(done) / double(total)) : 100);
     if (done >= total) std::fputs("\r\033[K", stderr);
     std::fflush(stderr);
+}
+
+std::vector<int> buckets_from_args(const Args& a, const std::string& name, int max_seq,
+                                   const std::vector<int>& fallback) {
+    if (!a.has(name)) return fallback;
+    const std::vector<int> b = a.int_list(name, {});
+    for (int q : b) {
+        if (q < 1) throw UsageError(a.spelled(name) + ": block size " + std::to_string(q) + " must be >= 1");
+        if (q > max_seq)
+            throw UsageError(a.spelled(name) + ": block size " + std::to_string(q) + " is larger than the capacity " +
+                             std::to_string(max_seq) + " (--max-seq/-c)");
+    }
+    return b;
+}
+
+float float_flag(const Args& a, const std::string& name, float fallback, double lo, double hi, bool lo_open,
+                 const char* range) {
+    if (!a.has(name)) return fallback;
+    const double v = a.number(name, fallback);
+    if (v < lo || v > hi || (lo_open && v == lo))
+        throw UsageError(a.spelled(name) + " must be in " + range + ", got " + a.str(name));
+    return float(v);
 }
 
 }  // namespace
@@ -50,52 +84,120 @@ void print_model_warnings(const Model& model) {
 }
 
 std::shared_ptr<const Model> load_model_from_args(const Args& a) {
-    const int threads = a.integer("threads", 0);
-    if (threads < 0) throw UsageError("--threads must be >= 0");
+    const int threads = threads_from_args(a);
     if (a.has("synthetic")) {
-        if (a.has("model")) throw UsageError("give --model or --synthetic, not both");
+        if (a.has("model")) throw UsageError("give -m/--model or --synthetic, not both");
         return synthetic_model(a.str("synthetic"), weight_type_from_args(a), 1, threads);
     }
-    if (!a.has("model")) throw UsageError("--model DIR is required");
+    if (!a.has("model")) throw UsageError("-m/--model DIR is required");
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
     lo.threads = threads;
+    lo.prefer_tokenizer_json = a.has("prefer-json");
     if (isatty(2)) lo.progress = progress_bar;
     auto model = load_model(a.str("model"), lo);
     print_model_warnings(*model);
     return model;
 }
 
-SessionOptions session_options_from_args(const Args& a) {
+SessionOptions session_options_from_args(const Args& a, const ModelConfig& config) {
     SessionOptions o;
-    o.max_seq = a.integer("max-seq", o.max_seq);
-    o.prefill_buckets = a.int_list("prefill-buckets", o.prefill_buckets);
-    o.append_buckets = a.int_list("append-buckets", o.append_buckets);
-    const std::string kv = a.str("kv", "f16");
-    if (kv == "f16")
-        o.kv = KvType::f16;
-    else if (kv == "f32")
-        o.kv = KvType::f32;
-    else
-        throw UsageError("--kv must be f16 or f32, got '" + kv + "'");
-    o.threads = a.integer("threads", 0);
-    if (o.threads < 0) throw UsageError("--threads must be >= 0");
+    const int trained = config.max_position;
+    o.max_seq = trained > 0 ? std::min(2048, trained) : 2048;
+    if (a.has("max-seq")) {
+        o.max_seq = a.integer("max-seq", o.max_seq);
+        if (o.max_seq < 1) throw UsageError(a.spelled("max-seq") + " must be >= 1, got " + a.str("max-seq"));
+        if (trained > 0 && o.max_seq > trained)
+            std::fprintf(stderr,
+                         "staticlm: warning: %s %d exceeds the model's trained context (max_position_embeddings "
+                         "%d): text past it may degrade\n",
+                         a.spelled("max-seq").c_str(), o.max_seq, trained);
+    }
+    o.prefill_buckets = buckets_from_args(a, "prefill-buckets", o.max_seq, default_prefill_buckets(o.max_seq));
+    o.append_buckets = buckets_from_args(a, "append-buckets", o.max_seq, default_append_buckets(o.max_seq));
+    o.kv = parse_kv(a.str("kv", "f16"), a.spelled("kv"));
+    o.threads = threads_from_args(a);
     o.ring_sliding = a.has("ring");
     return o;
 }
 
-GenerateOptions generate_options_from_args(const Args& a, int default_max_tokens) {
+GenerateOptions generate_options_from_args(const Args& a, const ModelConfig& config, int default_max_tokens) {
     GenerateOptions g;
     g.max_tokens = a.integer("n-predict", default_max_tokens);
-    if (g.max_tokens < 0) throw UsageError("--n-predict must be >= 0");
-    g.sampling.temperature = float(a.number("temp", 0.8));
-    g.sampling.top_k = a.integer("top-k", 40);
-    g.sampling.top_p = float(a.number("top-p", 0.95));
-    g.sampling.min_p = float(a.number("min-p", 0.05));
-    g.sampling.repetition_penalty = float(a.number("repeat-penalty", 1.0));
-    g.sampling.seed = uint64_t(a.integer("seed", 42));
-    if (a.has("stop")) g.stop_strings.push_back(a.str("stop"));
+    if (g.max_tokens < -1)
+        throw UsageError(a.spelled("n-predict") + " must be >= 0, or -1 for no limit, got " + a.str("n-predict"));
+    SamplingOptions& s = g.sampling;
+    s = suggested_sampling(config);
+    const double fmax = std::numeric_limits<float>::max();
+    s.temperature = float_flag(a, "temp", s.temperature, -fmax, fmax, false, "float range");
+    s.top_k = a.integer("top-k", s.top_k);
+    if (s.top_k < 0) throw UsageError(a.spelled("top-k") + " must be >= 0 (0: off), got " + a.str("top-k"));
+    s.top_p = float_flag(a, "top-p", s.top_p, 0.0, 1.0, true, "(0, 1]");
+    s.min_p = float_flag(a, "min-p", s.min_p, 0.0, 1.0, false, "[0, 1]");
+    s.repetition_penalty =
+        float_flag(a, "repeat-penalty", s.repetition_penalty, kMinRepetitionPenalty, kMaxRepetitionPenalty, false,
+                   "[0.001, 1000]");
+    s.repetition_window = a.integer("repeat-last-n", s.repetition_window);
+    if (s.repetition_window < 0)
+        throw UsageError(a.spelled("repeat-last-n") + " must be >= 0, got " + a.str("repeat-last-n"));
+    if (a.has("seed")) {
+        const std::string v = a.str("seed");
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long seed = std::strtoull(v.c_str(), &end, 10);
+        if (v.empty() || v[0] == '-' || *end || errno)
+            throw UsageError(a.spelled("seed") + " expects an integer in [0, 2^64), got '" + v + "'");
+        s.seed = seed;
+    }
+    for (const std::string& stop : a.all("stop")) {
+        if (stop.empty()) throw UsageError("--stop needs a non-empty text");
+        g.stop_strings.push_back(stop);
+    }
+    // A stop id no tokenizer produces: generation then ends only by -n, a stop string or capacity.
+    if (a.has("ignore-eos")) g.stop_ids = {-1};
     return g;
+}
+
+std::string read_text_input(const std::string& path, const std::string& flag, size_t max_bytes) {
+    const bool is_stdin = path == "-";
+    FILE* f = stdin;
+    if (!is_stdin) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+            throw Error(ErrorKind::io, flag + " " + path + ": " + std::strerror(errno));
+        if (S_ISDIR(st.st_mode)) throw Error(ErrorKind::io, flag + " " + path + ": is a directory, not a text file");
+        if (!S_ISREG(st.st_mode))
+            throw Error(ErrorKind::io, flag + " " + path + ": not a regular file (devices and pipes are refused; " +
+                                           "use " + flag + " - to read stdin)");
+        if (uint64_t(st.st_size) > max_bytes)
+            throw Error(ErrorKind::input, flag + " " + path + ": " + std::to_string(st.st_size) +
+                                                 " bytes, more than the limit of " + std::to_string(max_bytes) +
+                                                 " bytes (" + std::to_string(max_bytes >> 20) + " MiB)");
+        f = std::fopen(path.c_str(), "rb");
+        if (!f) throw Error(ErrorKind::io, flag + " " + path + ": " + std::strerror(errno));
+    }
+    std::string text;
+    char buf[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+        if (text.size() + n > max_bytes) {
+            if (!is_stdin) std::fclose(f);
+            throw Error(ErrorKind::input, flag + " " + (is_stdin ? std::string("(stdin)") : path) +
+                                                 ": more than the limit of " + std::to_string(max_bytes) +
+                                                 " bytes (" + std::to_string(max_bytes >> 20) + " MiB)");
+        }
+        text.append(buf, n);
+    }
+    const bool failed = std::ferror(f) != 0;
+    if (!is_stdin) std::fclose(f);
+    if (failed) throw Error(ErrorKind::io, flag + " " + path + ": read error");
+    return text;
+}
+
+size_t max_text_bytes(const Tokenizer& tok, int tokens) {
+    size_t longest = 1;
+    for (int id = 0; id < tok.vocab_size(); ++id) longest = std::max(longest, tok.piece(id).size());
+    return size_t(std::max(tokens, 0)) * longest * 4;
 }
 
 }  // namespace staticlm::cli

@@ -4,10 +4,12 @@
 // Scalar references with the same signatures live in kernels/ref.hpp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "kernels/formats/list.hpp"
 #include "staticlm/types.hpp"
 
 namespace staticlm {
@@ -40,39 +42,24 @@ Target best_target();                     // the one the default table uses
 // Formats
 // ---------------------------------------------------------------------------
 
-// q8: symmetric int8, one scale per group of kQ8Group consecutive elements
-// along K of a row. scale = max|x| / 127, q = round-half-away(x / scale),
-// clamped to [-127, 127]; an all-zero group has scale 0 and q = 0. K is padded
-// with zeros to a multiple of kQ8Group. Weights keep their scales as IEEE
-// halves (scale = f16(min(max|x| / 127, 65504)), round to nearest even, and q
-// is computed with that rounded scale): 1.0625 bytes per weight, as llama.cpp's
-// Q8_0. Activations (quantized per matmul call) keep fp32 scales.
+// The weight formats are data: one FormatInfo each (kernels/formats/format.hpp,
+// listed in kernels/formats/list.hpp), with its layout documented and
+// static_asserted in kernels/formats/<name>.hpp. Everything below indexes that
+// table; nothing switches on the weight type.
+
+// q8 groups: one scale per kQ8Group consecutive elements along k of a row
+// (layouts in kernels/formats/q8.hpp).
 constexpr int kQ8Group = 32;
 
-// Panels: weights [n][k] are repacked at load into panels of kPanelRows output
-// rows so that one vector load serves 16 rows. N is padded with zero rows to a
+// Every format packs weights [n][k] at load into panels of kPanelRows output
+// rows (one vector load then serves 16 rows); n is padded with zero rows to a
 // multiple of kPanelRows. The layouts are the same for every target, so a
-// model packed once runs on any target (and tests can compare targets on
+// model packed once runs on any target (and tests compare targets on
 // identical data).
 constexpr int kPanelRows = 16;
 
 // A packed weight matrix y = x · Wᵀ with W [n][k]. Memory is owned by the
 // caller (an arena), 64-byte aligned, packed_bytes() long.
-//
-// Layouts (all panels of 16 rows, panel p holds rows 16p .. 16p+15):
-//  f32 : [n_panels][k][16] float
-//  f16 : [n_panels][k][16] uint16 (IEEE half)
-//  bf16: [n_panels][k_pad2/2][16][2] uint16 (bf16 pairs along k, for vdpbf16ps;
-//        k padded to even with zeros)
-//  q8  : [n_panels][k_pad/32] blocks of 544 bytes:
-//          bytes   0..511 : uint8 (w + 128), ordered [k/4 = 8][16 rows][4]
-//                           (one 64-byte vector = 16 rows × 4 consecutive k)
-//          bytes 512..543 : uint16 scale[16] (IEEE half), one per row
-//        (every other block starts 32 bytes into a cache line; the loads
-//        that cross lines cost less than the 6% more bytes of fp32 scales)
-//        Storing w + 128 lets vpdpbusd take weights as the unsigned operand
-//        and activations as the signed one; the +128 bias is removed by
-//        starting each group's accumulator at -128 · sum(x_q of the group).
 struct PackedMatrix {
     WeightType type = WeightType::f32;
     int n = 0;  // output rows
@@ -107,15 +94,11 @@ void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.
 void unpack_row(const PackedMatrix& w, int row, float scale, float* out);
 
-// q8 activations: rows quantized per group of 32, laid out per row as
-//   int8  q[k_pad]      (signed)
-//   float scale[k_pad/32]
-//   int32 corr[k_pad/32] = -128 · sum(q of the group)
-// with the row stride q8_act_row_bytes(k) (a multiple of 64).
+// Row stride of q8 activations (kernels/formats/q8.hpp), a multiple of 64.
 size_t q8_act_row_bytes(int k);
 
-// Bytes of scratch a matmul of m rows needs (0 for f32/f16; bf16: x rounded to
-// bf16 for vdpbf16ps).
+// Bytes of scratch a matmul of m rows needs (the format's activation rows:
+// none for f32/f16, int8 rows for q8, bf16 rows for bf16's vdpbf16ps body).
 size_t matmul_scratch_bytes(WeightType type, int m, int k);
 
 // ---------------------------------------------------------------------------
@@ -126,6 +109,53 @@ size_t matmul_scratch_bytes(WeightType type, int m, int k);
 // scratch: matmul_scratch_bytes(w.type, m, w.k) bytes, 64-byte aligned.
 using MatmulFn = void (*)(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y,
                           size_t ldy, std::byte* scratch, int n_threads);
+
+// One product of a fused matmul: y[m][w.n] = x · wᵀ, y rows ldy floats apart.
+struct MatmulOut {
+    const PackedMatrix* w = nullptr;
+    float* y = nullptr;
+    size_t ldy = 0;
+};
+// Most products one fused call takes (q, k, v).
+constexpr int kMaxMatmulOuts = 4;
+
+// Several products of one format and one k that read the same x (q/k/v,
+// gate/up), in one OpenMP region: x is converted to the format's activation
+// rows once (scratch as for one matmul of m rows), then the panels of all the
+// matrices are handed out to the threads dynamically. Each output is computed
+// exactly as a separate call would compute it (bit for bit).
+using MatmulManyFn = void (*)(const MatmulOut* outs, int n_outs, const float* x, size_t ldx,
+                              int m, std::byte* scratch, int n_threads);
+
+// Load-time packing of one panel of one format: rows [0, rows) (rows <=
+// kPanelRows) of a source with row stride ld elements of src_type, k columns,
+// into the panel at dst (the format's panel_bytes(k), unaligned is fine). Rows
+// past `rows` are written as zero padding.
+using FormatPackFn = void (*)(SrcType src_type, const void* src, size_t ld, int rows, int k,
+                              std::byte* dst);
+
+// The per-target entry points of one weight format.
+struct FormatKernels {
+    MatmulFn matmul = nullptr;
+    MatmulManyFn matmul_many = nullptr;
+    FormatPackFn pack_panel = nullptr;
+};
+
+#define STATICLM_COUNT_FORMAT(name) +1
+constexpr size_t kNumWeightTypes = 0 STATICLM_WEIGHT_FORMATS(STATICLM_COUNT_FORMAT);
+#undef STATICLM_COUNT_FORMAT
+
+// Register-only loops that measure a machine's peaks (staticlm/probe.hpp),
+// compiled per target; null where a target has none (generic).
+struct PeakLoops {
+    // Sums `bytes` (a multiple of 512, 64-byte aligned) as 64-bit lanes.
+    uint64_t (*read)(const std::byte* p, size_t bytes) = nullptr;
+    int64_t (*int8)(int64_t iters) = nullptr;  // int8_ops per iteration
+    float (*fp32)(int64_t iters) = nullptr;    // fp32_ops per iteration
+    float (*bf16)(int64_t iters) = nullptr;    // bf16_ops per iteration (AVX512-BF16 only)
+    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0;
+    const char* isa = "none";
+};
 
 // Quantizes rows of x [m][k] into the q8 activation layout (dst: m rows of
 // q8_act_row_bytes(k)).
@@ -186,21 +216,28 @@ using ArgmaxFn = int (*)(const float* x, int n);
 // Row conversions for the KV cache (round to nearest even).
 using ToF16Fn = void (*)(const float* x, size_t n, uint16_t* y);
 using FromF16Fn = void (*)(const uint16_t* x, size_t n, float* y);
-// Load-time packing of one panel: rows [0, rows) (rows <= kPanelRows) of a
-// source with row stride ld elements of src_type, k columns, into the panel
-// layout of `type` at dst (packed_bytes(type, kPanelRows, k) bytes, unaligned
-// is fine). Rows past `rows` are written as zero padding. q8 is bit-identical
-// to ref::quantize_weight_row_q8; f16/bf16 round as f32_to_f16/f32_to_bf16.
+// FormatPackFn with the format as an argument (indexes the table's formats).
+// q8 is bit-identical to ref::quantize_weight_row_q8; f16/bf16 round as
+// f32_to_f16/f32_to_bf16.
 using PackPanelFn = void (*)(WeightType type, SrcType src_type, const void* src, size_t ld, int rows,
                              int k, std::byte* dst);
 
+// out[j] = amp · (2u_j - 1) with u_j in [0, 1) a hash of (key, j): the
+// deterministic weights of synthetic models, the same bits on every target.
+using UniformRowFn = void (*)(uint64_t key, int n, float amp, float* out);
+
 struct KernelTable {
     Target target = Target::generic;
+    // Indexed by WeightType: every format's pack and matmul bodies.
+    std::array<FormatKernels, kNumWeightTypes> formats{};
+    const FormatKernels& format(WeightType type) const { return formats[size_t(type)]; }
+    // The built-in formats' matmuls under their own names (the same pointers
+    // as formats[]; kept for the kernel tests, which address them by name).
     MatmulFn matmul_q8 = nullptr;
     MatmulFn matmul_f16 = nullptr;
     MatmulFn matmul_bf16 = nullptr;
     MatmulFn matmul_f32 = nullptr;
-    QuantizeActFn quantize_act = nullptr;
+    QuantizeActFn quantize_act = nullptr;  // x -> q8 activation rows
     RmsNormFn rmsnorm = nullptr;
     RopeFn rope = nullptr;
     AttentionFn attention = nullptr;
@@ -213,6 +250,8 @@ struct KernelTable {
     ToF16Fn to_f16 = nullptr;
     FromF16Fn from_f16 = nullptr;
     PackPanelFn pack_panel = nullptr;
+    UniformRowFn uniform_row = nullptr;
+    PeakLoops peaks;
 };
 
 // The table of a target (must be supported), and the default one (best_target).
@@ -222,6 +261,12 @@ const KernelTable& table();
 // Convenience: picks the matmul of w.type from a table.
 void matmul(const KernelTable& kt, const PackedMatrix& w, const float* x, size_t ldx, int m,
             float* y, size_t ldy, std::byte* scratch, int n_threads);
+
+// The fused matmul (MatmulManyFn) of outs[0].w->type. 1 <= n_outs <=
+// kMaxMatmulOuts; every matrix must have that type and the same k (else
+// Error(input)); scratch as matmul_scratch_bytes(type, m, k).
+void matmul_many(const KernelTable& kt, const MatmulOut* outs, int n_outs, const float* x,
+                 size_t ldx, int m, std::byte* scratch, int n_threads);
 
 // top-k of a logits row, sorted by value descending (ties: lower index
 // first). k <= n. Not dispatched: O(n log k) with a small heap on the stack

@@ -11,10 +11,10 @@
 namespace staticlm::kernels::ref {
 
 // ---- ref_matmul_q8.cpp ------------------------------------------------------
-// Quantizes x[k] per group of kQ8Group (see kernels.hpp): q gets
+// Quantizes x[k] per group of kQ8Group (see kernels/formats/q8.hpp): q gets
 // padded_k(q8, k) values (zero padding), scale one float per group.
 void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
-// The weight variant: scales rounded to IEEE half first (see kernels.hpp), q
+// The weight variant: scales rounded to IEEE half first (see formats/q8.hpp), q
 // computed with the rounded scale; scale[] holds the rounded values as floats.
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].

@@ -1,8 +1,17 @@
 // Included first by every per-target kernel body (kernels/simd/*.cpp). Meson
 // compiles those bodies once per target with -DSTATICLM_TARGET=<id> and the
 // target's -m flags; this header names the target's namespace and xsimd arch.
-// Code may also test the compiler's ISA macros (__AVX512VNNI__, __AVX2__, ...).
+// Instruction sets are named only in kernels/simd/vec.hpp (the vector layer
+// the bodies are written against) and kernels/simd/probe.cpp (peak loops).
 #pragma once
+
+// GCC's AVX-512 headers build results from `_mm512_undefined_*()` (a
+// self-initialized variable), and -Wmaybe-uninitialized reports it wherever
+// such an intrinsic or xsimd's math inlines (GCC PR 105593): a false positive,
+// silenced for the kernel bodies; set before the first intrinsics header.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <xsimd/xsimd.hpp>
 

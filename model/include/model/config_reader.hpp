@@ -23,6 +23,8 @@ constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxHeads = 4096;
 constexpr double kFloatMax = 3.4028234663852886e38;  // FLT_MAX
+// A list of special token ids (eos_token_id) longer than this is not a config.
+constexpr size_t kMaxIdList = 4096;
 
 // The interval a float field must lie in: "(0, 1]" is {0, 1, true, false}.
 struct Range {
@@ -60,7 +62,8 @@ struct ConfigReader {
     std::vector<int> id_list(const std::string& key) const;
 };
 
-// Parses a JSON object (Error(format) naming the file otherwise).
+// Parses a JSON object (Error(format) naming the file otherwise), with the
+// nesting limit of base/json.hpp.
 json parse_json_object(const std::string& text, const std::string& file);
 
 }  // namespace staticlm::detail

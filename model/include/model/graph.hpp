@@ -60,10 +60,20 @@ private:
     int q_max_ = 0;
 };
 
+// Rows that are independent sequences (continuous batching): row i is the
+// token at position pos[i] of the sequence whose K/V live in caches[i]. Each
+// row is computed exactly as a one-row decode of that sequence alone: the
+// same kernels on the same row, attention per sequence over its own cache.
+struct SequenceRows {
+    const int* pos = nullptr;                  // [t]
+    StaticKVCache* const* caches = nullptr;    // [t]
+};
+
 struct ForwardArgs {
     const int* tokens = nullptr;  // [t]
     int t = 0;
     int pos0 = 0;
+    const SequenceRows* seqs = nullptr;  // set: rows are sequences; pos0 and the cache argument are unused
     // Rows whose logits are wanted: all t rows (logits[i] for row i) or only the last
     // (written to logits row 0). no_logits skips the head entirely.
     enum class Logits { last, all, none } logits = Logits::last;

@@ -1,6 +1,7 @@
 // Read-only, validated access to safetensors files (single or sharded by a
-// model.safetensors.index.json). Files are memory-mapped; tensors are views
-// into the mapping and stay valid while their SafetensorsFile/Set lives.
+// model.safetensors.index.json). Tensor bytes are read with pread, not mapped:
+// a file truncated while a model loads is an error naming it, not a SIGBUS.
+// TensorViews stay valid while their SafetensorsFile/Set lives.
 #pragma once
 
 #include <cstddef>
@@ -11,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "base/file.hpp"
 #include "kernels/kernels.hpp"
 
 namespace staticlm {
+
+class SafetensorsFile;
 
 // Every dtype of the safetensors format; only f32/f16/bf16 are accepted as
 // weights and i64 for reference data, the rest are rejected where used.
@@ -27,7 +31,11 @@ struct TensorView {
     DType dtype = DType::f32;
     std::vector<int64_t> shape;
     uint64_t numel = 0;
-    const std::byte* data = nullptr;  // into the mapping; not aligned in general
+    // Where the bytes are: in memory (llama2.c files, read whole) or in a
+    // safetensors file at `offset` (read with read_tensor_bytes).
+    const std::byte* data = nullptr;  // not aligned in general
+    const SafetensorsFile* source = nullptr;
+    uint64_t offset = 0;  // of the first byte in `source`
     size_t bytes = 0;
     const std::filesystem::path* file = nullptr;  // owned by the SafetensorsFile
 
@@ -42,11 +50,19 @@ SrcType weight_src_type(const TensorView& t);
 // Error(unsupported) naming the tensor on other dtypes.
 std::vector<float> read_f32(const TensorView& t);
 std::vector<int64_t> read_i64(const TensorView& t);
+// Bytes [begin, begin + n) of the tensor's data into dst. A file that has
+// become shorter since it was opened is Error(io) naming the file and tensor.
+void read_tensor_bytes(const TensorView& t, uint64_t begin, size_t n, void* dst);
+// The format's limit on the JSON header (as the reference implementation).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 class SafetensorsFile {
 public:
-    // Maps and validates the whole header; throws Error(io) when the file
-    // cannot be read, Error(format) naming the file/tensor when it is malformed.
+    // Reads and validates the whole header; throws Error(io) when the file
+    // cannot be read, Error(format) naming the file/tensor when it is
+    // malformed. As in the reference implementation, the tensors' byte ranges
+    // must tile the data section exactly (no gaps, no overlaps, nothing after
+    // the last one); their order in the header does not matter.
     explicit SafetensorsFile(const std::filesystem::path& path);
     ~SafetensorsFile();
     SafetensorsFile(const SafetensorsFile&) = delete;
@@ -57,15 +73,18 @@ public:
     const TensorView& at(const std::string& name) const;  // Error(model) when absent
     const std::map<std::string, TensorView>& tensors() const { return tensors_; }
 
+    // Bytes [begin, begin + n) of tensor t (of this file) into dst.
+    void read(const TensorView& t, uint64_t begin, size_t n, void* dst) const;
+
 private:
     std::filesystem::path path_;
-    void* map_ = nullptr;
-    size_t size_ = 0;
+    File file_;
     std::map<std::string, TensorView> tensors_;
 };
 
 // A checkpoint's tensors: <dir>/model.safetensors, or the shards listed by
-// <dir>/model.safetensors.index.json (weight_map).
+// <dir>/model.safetensors.index.json (weight_map). Every file must resolve
+// inside <dir> (model_file); a tensor present in two shards is an error.
 class SafetensorsSet {
 public:
     explicit SafetensorsSet(const std::filesystem::path& dir);

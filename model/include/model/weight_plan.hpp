@@ -56,6 +56,9 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
 // Model::load of a GGUF file (model/gguf_loader.cpp).
 std::shared_ptr<const Model> load_gguf(const std::filesystem::path& file, const LoadOptions& options);
 
+// Throws Error(config) unless 0 <= threads <= max_threads(); `what` names the
+// setting ("load options", "configuration").
+void check_threads(int threads, const char* what);
 // Resolves OpenMP thread counts (0: all cores).
 int resolve_threads(int threads);
 

@@ -188,14 +188,24 @@ public:
 
     // The normalizer, for added tokens declared `normalized`.
     void normalize_for_matching(std::string& s) const { normalize(s); }
+    // Decides where encode_limited may cut long texts (by the loader, last).
+    void init_chunking();
+    const ChunkRule& chunk_rule() const { return chunk_; }
+
+protected:
+    std::vector<int> encode_in_chunks(std::string_view text, bool add_special, size_t max_tokens,
+                                      size_t chunk_bytes) const override;
 
 private:
+    // The ids of text without the specials; `first`: text starts the input.
+    void encode_into(std::string_view text, bool first, std::vector<int>& out) const;
     void normalize(std::string& s) const;
     void pre_tokenize(std::vector<Piece>& pieces) const;
     void encode_word(std::string_view word, std::vector<int>& out) const;
     void merge_word(std::string_view word, std::vector<int>& out) const;
     std::string decode_impl(const std::vector<int>& ids, bool stable) const;
 
+    ChunkRule chunk_;
     mutable std::mutex cache_mutex_;
     struct SvHash {
         using is_transparent = void;

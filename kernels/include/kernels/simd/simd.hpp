@@ -7,20 +7,24 @@
 
 namespace staticlm::kernels::STATICLM_NS {
 
+// Each weight format's pack and matmul bodies on this target
+// (matmul_q8.cpp: q8; matmul_float.cpp: f32, f16, bf16).
+#define STATICLM_DECLARE_FORMAT_KERNELS(name) FormatKernels name##_kernels(const CpuFeatures& cpu);
+STATICLM_WEIGHT_FORMATS(STATICLM_DECLARE_FORMAT_KERNELS)
+#undef STATICLM_DECLARE_FORMAT_KERNELS
+
 // matmul_q8.cpp
-void matmul_q8(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
-               std::byte* scratch, int n_threads);
 void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst);
 
-// matmul_float.cpp
-void matmul_f16(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
-                std::byte* scratch, int n_threads);
-void matmul_bf16(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
-                 std::byte* scratch, int n_threads);
-void matmul_f32(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
-                std::byte* scratch, int n_threads);
-// The best bf16 body for this CPU (vdpbf16ps where AVX512-BF16 exists).
-MatmulFn matmul_bf16_for(const CpuFeatures& cpu);
+// convert_rows.cpp: source rows for the packers, converted kPackTile columns at
+// a time (16 rows × 256 f32 = 16 KiB, half of a 32-48 KiB L1d).
+constexpr int kPackTile = 256;
+// n <= kPackTile elements of src_type at any alignment → f32.
+void src_to_f32_row(SrcType src_type, const void* src, int n, float* y);
+// src itself when 4-byte aligned, else a copy in buf (n <= kPackTile).
+const float* aligned_f32_row(const void* src, int n, float* buf);
+void f32_to_f16_row(const float* x, int n, uint16_t* y);
+void f32_to_bf16_row(const float* x, int n, uint16_t* y);
 
 // norm.cpp
 void rmsnorm(const float* x, size_t ldx, int m, int n, const float* w, float eps, float* y,
@@ -42,9 +46,11 @@ int argmax(const float* x, int n);
 void to_f16(const float* x, size_t n, uint16_t* y);
 void from_f16(const uint16_t* x, size_t n, float* y);
 
-// pack.cpp
-void pack_panel(WeightType type, SrcType src_type, const void* src, size_t ld, int rows, int k,
-                std::byte* dst);
+// probe.cpp
+PeakLoops peak_loops(const CpuFeatures& cpu);
+
+// random.cpp
+void uniform_row(uint64_t key, int n, float amp, float* out);
 
 void fill_table(KernelTable& table, const CpuFeatures& cpu);
 

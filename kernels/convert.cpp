@@ -1,54 +1,6 @@
-// Weight-format front door: sizes, packing and row unpacking switch on the
-// weight type and forward to formats_q8.cpp / formats_float.cpp.
-#include "kernels/formats_internal.hpp"
-
-namespace staticlm::kernels {
-
-size_t packed_bytes(WeightType type, int n, int k) {
-    return type == WeightType::q8 ? detail::q8_packed_bytes(n, k)
-                                  : detail::float_packed_bytes(type, n, k);
-}
-
-int padded_k(WeightType type, int k) {
-    switch (type) {
-        case WeightType::q8: return (k + kQ8Group - 1) / kQ8Group * kQ8Group;
-        case WeightType::bf16: return (k + 1) / 2 * 2;
-        default: return k;
-    }
-}
-
-void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int k, int n0, int n1,
-                  std::byte* dst) {
-    if (type == WeightType::q8)
-        detail::q8_pack(src_type, src, 0, n, k, n0, n1, dst);
-    else
-        detail::float_pack(type, src_type, src, 0, n, k, n0, n1, dst);
-}
-
-void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
-                      std::byte* dst) {
-    if (type == WeightType::q8)
-        detail::q8_pack(src_type, rows, n0, n, k, n0, n1, dst);
-    else
-        detail::float_pack(type, src_type, rows, n0, n, k, n0, n1, dst);
-}
-
-void unpack_row(const PackedMatrix& w, int row, float scale, float* out) {
-    if (w.type == WeightType::q8)
-        detail::q8_unpack_row(w, row, scale, out);
-    else
-        detail::float_unpack_row(w, row, scale, out);
-}
-
-size_t matmul_scratch_bytes(WeightType type, int m, int k) {
-    switch (type) {
-        case WeightType::q8: return detail::q8_scratch_bytes(m, k);
-        case WeightType::bf16: return size_t(m) * detail::bf16_act_row_bytes(k);  // x as bf16
-        default: return 0;
-    }
-}
-
-}  // namespace staticlm::kernels
+// Scalar IEEE half and bfloat16 conversions (round to nearest even): the
+// specification the vector conversions of every target are tested against.
+#include "kernels/kernels.hpp"
 
 namespace staticlm::kernels {
 

@@ -1,0 +1,290 @@
+// Offline batch inference: JSONL requests in, JSONL results out, one complete
+// line per result. Resumable (ids already in the output are skipped, a torn
+// last line is redone), sharded by a stable hash of the id, and mergeable.
+// The generation itself runs on a BatchEngine (docs/BATCH.md has the formats).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "staticlm/chat.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
+#include "staticlm/session.hpp"
+
+namespace staticlm {
+
+class Model;
+
+// ---------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------
+
+// Bounds on one input line: bytes (the newline excluded) and JSON nesting.
+struct RequestLimits {
+    size_t max_line_bytes = size_t(16) << 20;
+    int max_depth = 16;
+};
+
+// What a line asks for when it does not say: the generation options (sampling,
+// max_tokens, stop strings) and the seed a request without "seed" derives its
+// own from (request_seed).
+struct RequestDefaults {
+    GenerateOptions generate;
+    uint64_t base_seed = 42;
+};
+
+// One input line, parsed. A line that cannot be used keeps error_kind/error
+// set (and its id when one could be read): it becomes an error result.
+struct BatchRequest {
+    int line = 0;            // 1-based line of the input
+    std::string key;         // "=" + id, or "#" + line when the line has no usable id
+    std::string id;          // canonical id: a string id as is, an integer id in decimal
+    std::string id_json;     // the id as JSON (string or integer), "null" when absent
+    bool chat = false;       // messages (rendered with the chat template) instead of prompt
+    std::string prompt;
+    std::vector<ChatMessage> messages;
+    GenerateOptions options;
+    uint64_t seed = 0;       // options.sampling.seed, kept for the result line
+    std::string meta_json;   // "meta" copied to the result, empty when absent
+    bool failed = false;
+    ErrorKind error_kind = ErrorKind::input;
+    std::string error;
+};
+
+// Never throws on bad input: malformed JSON, a missing/invalid id, unknown
+// fields, fields of the wrong type or range give a request with `failed`.
+BatchRequest parse_request(std::string_view line, int line_no, const RequestDefaults& defaults,
+                           const RequestLimits& limits = {});
+
+// Seed of a request without "seed": the low 31 bits of
+// splitmix64(base_seed ^ fnv1a64(id)). The result line records it, so any
+// result can be reproduced alone (`staticlm generate --seed S`).
+uint64_t request_seed(uint64_t base_seed, std::string_view id);
+
+// ---------------------------------------------------------------------------
+// Shards
+// ---------------------------------------------------------------------------
+
+// FNV-1a 64 of the bytes of s (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+uint64_t fnv1a64(std::string_view s);
+
+struct ShardSpec {
+    int index = 0;  // 0 .. count-1
+    int count = 1;
+};
+
+// The shard of a request: fnv1a64(id) % count (id-less lines: of "#<line>").
+int shard_of_key(std::string_view key, int count);
+// "I/N" -> {I, N}; throws Error(config) when malformed or out of range.
+ShardSpec parse_shard(std::string_view text);
+// The output file of a shard: "out.jsonl" -> "out.I-of-N.jsonl" (unchanged for
+// one shard or "-").
+std::string shard_output_path(const std::string& output, ShardSpec shard);
+
+// ---------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------
+
+// Every result line starts with this marker: files whose complete lines do not
+// are not ours, and nothing is appended to them.
+inline constexpr std::string_view kResultMarker = "{\"staticlm_batch\":1,";
+
+enum class FinishReason { stop, length, capacity, error };
+const char* finish_reason_name(FinishReason reason);
+
+struct BatchResult {
+    const BatchRequest* request = nullptr;
+    FinishReason finish = FinishReason::error;
+    std::string text;
+    std::vector<int> tokens;
+    int prompt_tokens = 0;
+    ErrorKind error_kind = ErrorKind::input;
+    std::string error;
+    GenerateStats stats;
+    double total_seconds = 0;  // submitted -> finished
+};
+
+// One complete line, '\n' included (the marker first, then id, finish_reason, ...).
+std::string format_result_line(const BatchResult& result);
+
+// When results reach the disk: every line (fdatasync after each), at most
+// every `seconds`, or only at the end. Each line is one write() in any case,
+// so a killed process loses nothing that was written.
+struct SyncPolicy {
+    enum class Mode { every_line, interval, end } mode = Mode::interval;
+    double seconds = 1.0;
+};
+
+// One result line of a file, checked: complete (newline-terminated), JSON, with
+// the marker and a key.
+struct ResultLine {
+    std::string key;
+    std::string text;  // the line without its newline
+    bool error = false;  // finish_reason "error"
+};
+
+// Reads a results file. Throws Error(format) naming the file and line when a
+// complete line is not one of ours (not JSON, no marker, no id); a last line
+// without its newline is returned as `torn_bytes` (what a killed writer left).
+struct ResultsScan {
+    std::vector<ResultLine> lines;
+    size_t good_bytes = 0;  // up to the end of the last complete line
+    size_t torn_bytes = 0;
+};
+ResultsScan scan_results(const std::filesystem::path& file, size_t max_line_bytes);
+
+// The output of a job: "-" is stdout (nothing resumed). Otherwise the file is
+// created, or scanned: its complete lines are the ids already done, a torn last
+// line is cut off, and a file that is not ours is refused. An exclusive lock
+// refuses a second writer.
+class ResultsWriter {
+public:
+    ResultsWriter(const std::string& path, SyncPolicy sync, size_t max_line_bytes);
+    ~ResultsWriter();
+    ResultsWriter(const ResultsWriter&) = delete;
+    ResultsWriter& operator=(const ResultsWriter&) = delete;
+
+    bool done(const std::string& key) const { return done_.count(key) > 0; }
+    size_t done_count() const { return done_.size(); }
+    size_t torn_bytes_dropped() const { return torn_; }
+    // Appends one complete line with one write() (repeated only after a short write).
+    void append(std::string_view line);
+    void sync();  // fdatasync now
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    bool is_stdout_ = false;
+    SyncPolicy sync_;
+    double last_sync_ = 0;
+    size_t torn_ = 0;
+    std::unordered_map<std::string, int> done_;  // key -> line in the file
+};
+
+// ---------------------------------------------------------------------------
+// Engines: what generates. The job submits up to capacity() requests and
+// steps; finished requests come back in any order.
+// ---------------------------------------------------------------------------
+
+struct EngineRequest {
+    uint64_t tag = 0;
+    std::vector<int> prompt;
+    GenerateOptions options;
+};
+
+struct EngineOutcome {
+    uint64_t tag = 0;
+    GenerateResult result;
+    bool failed = false;
+    ErrorKind error_kind = ErrorKind::input;
+    std::string error;
+    double total_seconds = 0;
+};
+
+class BatchEngine {
+public:
+    virtual ~BatchEngine() = default;
+    virtual int capacity() const = 0;  // sequences in flight at once
+    virtual int active() const = 0;
+    // Needs active() < capacity(). Throws Error for a request that cannot run
+    // (prompt too long, bad settings); failures found later come from step().
+    virtual void submit(EngineRequest request) = 0;
+    // Advances every active sequence; appends those that finished (or failed).
+    virtual void step(std::vector<EngineOutcome>& finished) = 0;
+};
+
+// One sequence at a time on a Session, through generate(): the reference the
+// batched engine must equal.
+std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model> model,
+                                                    const SessionOptions& session);
+
+// Continuous batching on a BatchGenerator (include/staticlm/batch_session.hpp):
+// up to options.slots sequences decoded together; each result equals the
+// sequential engine's.
+struct BatchSessionOptions;
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options);
+
+// ---------------------------------------------------------------------------
+// The job
+// ---------------------------------------------------------------------------
+
+struct BatchProgress {
+    int total = 0;       // requests of this shard
+    int skipped = 0;     // already in the output before this run
+    int done = 0;        // written by this run (errors included)
+    int errors = 0;      // of done
+    long generated_tokens = 0;
+    double seconds = 0;  // since run() started
+};
+
+struct BatchJobOptions {
+    std::string input = "-";   // JSONL path, "-" for stdin
+    std::string output = "-";  // results path (already the shard's), "-" for stdout
+    ShardSpec shard;
+    RequestDefaults defaults;
+    RequestLimits limits;
+    SyncPolicy sync;
+    ChatFormat chat_format = ChatFormat::plain;
+    ChatOptions chat;
+    std::function<void(const BatchProgress&)> progress;  // after each result (and at start)
+};
+
+struct BatchSummary {
+    int input_lines = 0;
+    BatchProgress progress;
+    size_t torn_bytes_dropped = 0;
+};
+
+// Construction reads and checks the input (duplicate ids are an error up
+// front, before anything is written) and opens the output: every check that
+// needs no model happens here, so a bad invocation fails before loading one.
+class BatchJob {
+public:
+    explicit BatchJob(BatchJobOptions options);
+    ~BatchJob();
+    BatchJob(const BatchJob&) = delete;
+    BatchJob& operator=(const BatchJob&) = delete;
+
+    int input_lines() const;
+    int shard_requests() const;   // requests of this shard
+    int pending() const;          // of those, not yet in the output
+    const std::string& output_path() const;
+    ShardSpec shard() const;
+    size_t torn_bytes_dropped() const;  // an incomplete last line cut from the output
+
+    // Tokenizes and runs every pending request of the shard on the engine,
+    // appending one line per result. Throws only when the output cannot be
+    // written (results written so far stay).
+    BatchSummary run(const Model& model, BatchEngine& engine);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Reads every request key of an input file in order (ids of all shards);
+// throws Error(input) on a duplicate id.
+std::vector<BatchRequest> read_requests(const std::string& input, const RequestDefaults& defaults,
+                                        const RequestLimits& limits);
+
+// Checks that the shard files together hold every request of the input exactly
+// once (and nothing else), then writes them in input order to output ("-":
+// stdout; a file is written whole, then renamed into place). Throws Error
+// naming the missing, duplicated or unknown ids and their files.
+struct MergeSummary {
+    int requests = 0;
+    int errors = 0;  // results with finish_reason "error"
+};
+MergeSummary merge_results(const std::string& input, const std::vector<std::string>& shards,
+                           const std::string& output, const RequestLimits& limits = {});
+
+}  // namespace staticlm

@@ -1,0 +1,7 @@
+// The list of weight formats, in the order of their WeightType numbers. Each
+// name X has a kernels/formats/X.cpp (its FormatInfo: geometry, sizes, row
+// unpacking) and a per-target SIMD body defining X_kernels() (pack, matmul).
+// Adding a format: a WeightType value, one line here, those two files.
+#pragma once
+
+#define STATICLM_WEIGHT_FORMATS(X) X(q8) X(f16) X(bf16) X(f32)

@@ -1,0 +1,59 @@
+// Layouts of the q8 format (kernels/formats/q8.cpp, kernels/simd/matmul_q8.cpp).
+//
+// q8 is symmetric int8 with one scale per group of kQ8Group consecutive k of a
+// row: scale = max|x| / 127, q = round-half-away(x / scale) clamped to ±127, an
+// all-zero group has scale 0 and q = 0; k is padded with zeros to whole groups.
+// Weights keep their scale as an IEEE half (scale = f16(min(max|x| / 127,
+// 65504)), q computed with that rounded scale): 1.0625 bytes per weight, as
+// llama.cpp's Q8_0. Activations, quantized per matmul call, keep fp32 scales.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+
+namespace staticlm::kernels {
+
+// One group of kQ8Group k for the kPanelRows rows of a panel; a panel is
+// ceil(k / 32) blocks in k order. Weights are stored as w + 128, so that
+// vpdpbusd takes them as its unsigned operand and the activations as the
+// signed one; the bias is removed by starting each group's int32 sum at
+// -128 · Σ q_x (the activations' corr[]). One 64-byte row of q is 16 rows × 4
+// consecutive k, the operand of one 512-bit vpdpbusd. Every other block starts
+// 32 bytes into a cache line: loads that cross lines cost less than the 6% more
+// bytes fp32 scales would.
+struct Q8Block {
+    uint8_t q[kQ8Group / 4][kPanelRows][4];  // w + 128
+    uint16_t scale[kPanelRows];              // IEEE half, one per row
+};
+static_assert(sizeof(Q8Block) == 544 && offsetof(Q8Block, scale) == 512,
+              "the q8 block is 512 bytes of biased int8 then 16 half scales");
+
+constexpr int q8_groups(int k) { return (k + kQ8Group - 1) / kQ8Group; }
+
+// A quantized activation row: int8 q[k_pad] (signed), float scale[G],
+// int32 corr[G] = -128 · Σ q of the group; rows are `stride` bytes apart (a
+// multiple of 64).
+struct Q8ActLayout {
+    int k = 0;
+    int n_groups = 0;
+    size_t stride = 0;
+    size_t scale_off = 0;  // float scale[n_groups]
+    size_t corr_off = 0;   // int32 corr[n_groups]
+};
+
+constexpr Q8ActLayout q8_act_layout(int k) {
+    Q8ActLayout a;
+    a.k = k;
+    a.n_groups = q8_groups(k);
+    const size_t k_pad = size_t(a.n_groups) * kQ8Group;
+    a.scale_off = k_pad;
+    a.corr_off = k_pad + sizeof(float) * size_t(a.n_groups);
+    a.stride = align64(a.corr_off + sizeof(int32_t) * size_t(a.n_groups));
+    return a;
+}
+static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 40);
+
+}  // namespace staticlm::kernels

@@ -1,0 +1,392 @@
+// The vector layer of the per-target kernel bodies (kernels/simd/*.cpp): one
+// float vector type F and one int32 vector type I of kLanes lanes per target,
+// with the loads, stores, arithmetic and conversions the kernels use, and the
+// int8 dot-product step of the integer formats. Kernel bodies are written once
+// against it; apart from the peak loops of simd/probe.cpp, this is the only
+// file that names instructions. Adding an instruction set = one more section.
+//
+// The same contract on every target, so that kernels give the same bits
+// wherever their operations are exact:
+//  - max(a, b) / min(a, b) return b when either is NaN (the x86 rule);
+//  - fma(a, b, c) rounds once on FMA targets, twice (a·b, then + c) on generic;
+//  - to_int(v) is exact for integral v in int32 range;
+//  - load(const uint16_t*) converts IEEE halves exactly (x86 quiets signalling
+//    NaNs), store_f16 rounds to nearest even (x86 keeps NaN payload bits);
+//  - dot4(acc, w, x): lane l gets acc + Σ_{e<4} w[4l+e]·x[e], exact int32, w
+//    the biased weight bytes (stored value + 128), x four signed bytes. With
+//    kDotBiased the bytes are multiplied as stored, so the caller starts acc at
+//    -128·Σx; without it the bias is removed first and acc starts at 0.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/target.hpp"
+
+#if STATICLM_TARGET != STATICLM_TARGET_GENERIC
+#include <immintrin.h>
+#endif
+
+namespace staticlm::kernels::STATICLM_NS::vec {
+
+// xsimd's float batch of this target (attention, norms, activations use it
+// directly); F converts to and from it.
+using B = xsimd::batch<float, Arch>;
+
+#if STATICLM_TARGET == STATICLM_TARGET_AVX512
+// ---------------------------------------------------------------------------
+// AVX-512 (F, BW, VL, DQ, VNNI): 16 lanes, 32 registers.
+// ---------------------------------------------------------------------------
+using F = __m512;
+using I = __m512i;
+using Mask = __mmask16;
+using Q = __m512i;   // 64 weight bytes: 16 lanes × 4 k
+using X4 = __m512i;  // 4 activation bytes in every lane
+inline constexpr int kLanes = 16;
+inline constexpr int kRegisters = 32;
+inline constexpr bool kDotBiased = true;
+
+inline F zero() { return _mm512_setzero_ps(); }
+inline F set1(float v) { return _mm512_set1_ps(v); }
+inline F load(const float* p) { return _mm512_loadu_ps(p); }
+// The maskz forms with a full mask compile to the plain instructions and avoid
+// GCC 12's false -Wmaybe-uninitialized on _mm512_undefined_*() inside the
+// unmasked intrinsics.
+inline F load(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(__mmask16(0xffff),
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// 16 bf16 pairs [16][2]: the even (odd = false) or odd element of each pair.
+inline F load_bf16(const uint16_t* p, bool odd) {
+    const __m512i v = _mm512_loadu_si512(p);
+    return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u)))
+                                   : _mm512_maskz_slli_epi32(__mmask16(0xffff), v, 16));
+}
+inline void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+inline void store_part(float* p, F v, int n) {
+    _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
+}
+inline void store_f16(uint16_t* p, F v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline F add(F a, F b) { return _mm512_add_ps(a, b); }
+inline F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+inline F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+inline F div(F a, F b) { return _mm512_div_ps(a, b); }
+inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+inline F abs(F v) { return _mm512_abs_ps(v); }
+inline F max(F a, F b) { return _mm512_max_ps(a, b); }
+inline F min(F a, F b) { return _mm512_min_ps(a, b); }
+inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
+inline F trunc(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+inline Mask ge(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+inline F select(Mask m, F a, F b) { return _mm512_mask_blend_ps(m, b, a); }
+// ±1 with the sign bit of t.
+inline F sign_one(F t) { return _mm512_or_ps(_mm512_and_ps(t, set1(-0.0f)), set1(1.0f)); }
+inline bool any_nan(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
+
+inline I iset1(int32_t v) { return _mm512_set1_epi32(v); }
+inline I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+inline int32_t ihsum(I v) { return _mm512_reduce_add_epi32(v); }
+inline F to_float(I v) { return _mm512_cvtepi32_ps(v); }
+inline I to_int(F v) { return _mm512_cvtps_epi32(v); }
+// The low byte of each lane, kLanes bytes.
+inline void store_bytes(void* p, I v) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
+}
+
+inline Q load_q(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline X4 bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+inline I dot4(I acc, Q w, X4 x) { return _mm512_dpbusd_epi32(acc, w, x); }
+
+// out[j] = Σ lanes of rows[j], j < kLanes: a transpose-and-add tree (xsimd
+// 8.1's AVX-512 haddp returns the sums permuted). Each level adds the two
+// halves of every vector and packs two vectors into one; pairing r_i with
+// r_i+4 and then s_i with s_i+8 leaves lane k holding rows 4k .. 4k+3 in order.
+inline void hsum_rows(const B* rows, float* out) {
+    __m512 s[16];
+    for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) {
+        const __m512 a = rows[i], b = rows[i + 4];
+        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    __m512 w[4];
+    for (int i = 0; i < 4; ++i)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 z0 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z1 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+// AVX512-BF16 (vdpbf16ps), chosen at run time: functions using these carry
+// STATICLM_BF16_DOT, the target attribute that enables the instruction.
+#define STATICLM_VEC_BF16_DOT 1
+#define STATICLM_BF16_DOT __attribute__((target("avx512bf16")))
+// acc + x_even·w_even + x_odd·w_odd per lane (16 bf16 pairs each).
+STATICLM_BF16_DOT inline F dot_bf16(F acc, I x_pairs, I w_pairs) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)x_pairs, (__m512bh)w_pairs);
+}
+inline I load_i(const void* p) { return _mm512_loadu_si512(p); }
+// A row of x as bf16 pairs (round to nearest even, denormals flushed), zero
+// padded to whole chunks of 32 (within the 64-byte-aligned row stride).
+STATICLM_BF16_DOT inline void to_bf16_pairs(const float* x, int k, uint16_t* xq) {
+    for (int c = 0; c < k; c += 32) {
+        const int left = k - c;
+        const __mmask16 lo = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+        const __mmask16 hi = left >= 32  ? __mmask16(0xffff)
+                             : left > 16 ? __mmask16((1u << (left - 16)) - 1)
+                                         : __mmask16(0);
+        const __m512 a = _mm512_maskz_loadu_ps(lo, x + c);
+        const __m512 b = _mm512_maskz_loadu_ps(hi, x + c + 16);
+        _mm512_storeu_si512(xq + c, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+    }
+}
+
+#elif STATICLM_TARGET == STATICLM_TARGET_AVX2 || STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+// ---------------------------------------------------------------------------
+// AVX2 + FMA + F16C (and AVX-VNNI): 8 lanes, 16 registers.
+// ---------------------------------------------------------------------------
+using F = __m256;
+using I = __m256i;
+using Mask = __m256;
+using Q = __m256i;   // 32 weight bytes: 8 lanes × 4 k
+using X4 = __m256i;  // 4 activation bytes in every lane
+inline constexpr int kLanes = 8;
+inline constexpr int kRegisters = 16;
+inline constexpr bool kDotBiased = STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI;
+
+inline F zero() { return _mm256_setzero_ps(); }
+inline F set1(float v) { return _mm256_set1_ps(v); }
+inline F load(const float* p) { return _mm256_loadu_ps(p); }
+inline F load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline F load_bf16(const uint16_t* p, bool odd) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_castsi256_ps(odd ? _mm256_and_si256(v, _mm256_set1_epi32(int(0xffff0000u)))
+                                   : _mm256_slli_epi32(v, 16));
+}
+inline void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+inline void store_part(float* p, F v, int n) {
+    alignas(32) float tmp[kLanes];
+    _mm256_store_ps(tmp, v);
+    std::memcpy(p, tmp, size_t(n) * sizeof(float));
+}
+inline void store_f16(uint16_t* p, F v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline F add(F a, F b) { return _mm256_add_ps(a, b); }
+inline F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+inline F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+inline F div(F a, F b) { return _mm256_div_ps(a, b); }
+inline F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+inline F abs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+inline F max(F a, F b) { return _mm256_max_ps(a, b); }
+inline F min(F a, F b) { return _mm256_min_ps(a, b); }
+inline float hmax(F v) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+inline F trunc(F v) { return _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
+inline Mask ge(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+inline F select(Mask m, F a, F b) { return _mm256_blendv_ps(b, a, m); }
+inline F sign_one(F t) {
+    return _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+}
+inline bool any_nan(F v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
+
+inline I iset1(int32_t v) { return _mm256_set1_epi32(v); }
+inline I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+inline int32_t ihsum(I v) {
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(h);
+}
+inline F to_float(I v) { return _mm256_cvtepi32_ps(v); }
+inline I to_int(F v) { return _mm256_cvtps_epi32(v); }
+inline void store_bytes(void* p, I v) {
+    // Byte 0 of each 32-bit lane to the bottom of its 128-bit half, then the halves together.
+    const __m256i pick =
+        _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i b = _mm256_shuffle_epi8(v, pick);
+    _mm_storel_epi64(static_cast<__m128i*>(p),
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+}
+
+inline Q load_q(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline X4 bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+inline I dot4(I acc, Q w, X4 x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+#else
+// maddubs multiplies unsigned by signed bytes and saturates pair sums at int16:
+// |x| (unsigned) times sign(x)·w (signed, w = stored - 128) keeps every pair
+// sum within 2·127·127.
+inline I dot4(I acc, Q w, X4 x) {
+    const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80)));
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(ws, x));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+#endif
+
+inline void hsum_rows(const B* rows, float* out) { xsimd::haddp(rows).store_unaligned(out); }
+
+#else
+// ---------------------------------------------------------------------------
+// Generic: xsimd's baseline float batch (SSE2 on x86-64, NEON elsewhere) and
+// plain int32 lanes; no FMA, no F16C.
+// ---------------------------------------------------------------------------
+using F = B;
+using Mask = xsimd::batch_bool<float, Arch>;
+inline constexpr int kLanes = int(F::size);
+inline constexpr int kRegisters = 16;
+inline constexpr bool kDotBiased = true;
+struct I {
+    int32_t v[kLanes];
+};
+struct Q {
+    uint8_t b[4 * kLanes];
+};
+struct X4 {
+    int8_t b[4];
+};
+
+inline F zero() { return F(0.0f); }
+inline F set1(float v) { return F(v); }
+inline F load(const float* p) { return F::load_unaligned(p); }
+// Branch-free half -> float: the exponent and mantissa shifted into place and
+// rescaled by 2^112 (exact, subnormals too); inf/NaN get the full exponent back.
+inline F load(const uint16_t* p) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+        const uint32_t h = p[i];
+        const uint32_t em = (h & 0x7fffu) << 13;
+        float f;
+        std::memcpy(&f, &em, 4);
+        f *= 5.192296858534828e33f;  // 2^112
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        if ((h & 0x7c00u) == 0x7c00u) bits = 0x7f800000u | em;
+        bits |= (h & 0x8000u) << 16;
+        std::memcpy(&tmp[i], &bits, 4);
+    }
+    return F::load_aligned(tmp);
+}
+inline F load_bf16(const uint16_t* p, bool odd) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+        const uint32_t bits = uint32_t(p[2 * i + (odd ? 1 : 0)]) << 16;
+        std::memcpy(&tmp[i], &bits, 4);
+    }
+    return F::load_aligned(tmp);
+}
+inline void store(float* p, F v) { v.store_unaligned(p); }
+inline void store_part(float* p, F v, int n) {
+    alignas(64) float tmp[kLanes];
+    v.store_aligned(tmp);
+    std::memcpy(p, tmp, size_t(n) * sizeof(float));
+}
+inline void store_f16(uint16_t* p, F v) {
+    alignas(64) float tmp[kLanes];
+    v.store_aligned(tmp);
+    for (int i = 0; i < kLanes; ++i) p[i] = f32_to_f16(tmp[i]);
+}
+inline F add(F a, F b) { return a + b; }
+inline F sub(F a, F b) { return a - b; }
+inline F mul(F a, F b) { return a * b; }
+inline F div(F a, F b) { return a / b; }
+inline F fma(F a, F b, F c) { return a * b + c; }
+inline F abs(F v) { return xsimd::abs(v); }
+inline F max(F a, F b) { return xsimd::select(a > b, a, b); }
+inline F min(F a, F b) { return xsimd::select(a < b, a, b); }
+inline float hmax(F v) {
+    alignas(64) float tmp[kLanes];
+    v.store_aligned(tmp);
+    float m = tmp[0];
+    for (int i = 1; i < kLanes; ++i) m = tmp[i] > m ? tmp[i] : m;
+    return m;
+}
+inline F trunc(F v) { return xsimd::trunc(v); }
+inline Mask ge(F a, F b) { return a >= b; }
+inline F select(Mask m, F a, F b) { return xsimd::select(m, a, b); }
+inline F sign_one(F t) { return (t & F(-0.0f)) | F(1.0f); }
+inline bool any_nan(F v) { return xsimd::any(v != v); }
+
+inline I iset1(int32_t v) {
+    I r;
+    for (int i = 0; i < kLanes; ++i) r.v[i] = v;
+    return r;
+}
+inline I iadd(I a, I b) {
+    for (int i = 0; i < kLanes; ++i) a.v[i] += b.v[i];
+    return a;
+}
+inline int32_t ihsum(I v) {
+    int32_t s = 0;
+    for (int i = 0; i < kLanes; ++i) s += v.v[i];
+    return s;
+}
+inline F to_float(I v) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) tmp[i] = float(v.v[i]);
+    return F::load_aligned(tmp);
+}
+inline I to_int(F v) {
+    alignas(64) float tmp[kLanes];
+    v.store_aligned(tmp);
+    I r;
+    for (int i = 0; i < kLanes; ++i) r.v[i] = int32_t(tmp[i]);
+    return r;
+}
+inline void store_bytes(void* p, I v) {
+    auto* b = static_cast<uint8_t*>(p);
+    for (int i = 0; i < kLanes; ++i) b[i] = uint8_t(v.v[i]);
+}
+
+inline Q load_q(const uint8_t* p) {
+    Q q;
+    std::memcpy(q.b, p, sizeof(q.b));
+    return q;
+}
+inline X4 bcast4(const int8_t* p) {
+    X4 x;
+    std::memcpy(x.b, p, 4);
+    return x;
+}
+inline I dot4(I acc, const Q& w, X4 x) {
+    for (int l = 0; l < kLanes; ++l)
+        for (int e = 0; e < 4; ++e) acc.v[l] += int32_t(w.b[4 * l + e]) * int32_t(x.b[e]);
+    return acc;
+}
+
+inline void hsum_rows(const B* rows, float* out) { xsimd::haddp(rows).store_unaligned(out); }
+
+#endif
+
+#if !defined(STATICLM_VEC_BF16_DOT)
+#define STATICLM_VEC_BF16_DOT 0
+#endif
+
+// The float vectors as xsimd batches and back (the same registers).
+inline B to_batch(F v) { return B(v); }
+
+}  // namespace staticlm::kernels::STATICLM_NS::vec

@@ -1,0 +1,394 @@
+// `staticlm batch` end to end (the built binary, STATICLM_BIN): 200
+// stories260K prompts whose texts equal `staticlm generate` of each prompt
+// alone; three shards, one SIGKILLed mid-run (and a torn line added) then
+// resumed, merged with every id exactly once; bad input rows and files;
+// shards from Slurm / Kubernetes environment variables.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "staticlm/batch.hpp"
+#include "tests/support.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string bin() {
+    const char* b = std::getenv("STATICLM_BIN");
+    return b ? b : "";
+}
+
+std::string model_dir() { return (staticlm::test::shared_data() / "stories260K-hf").string(); }
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        char tmpl[] = "/tmp/staticlm-cli-batch-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+int count_lines(const std::string& path) {
+    const std::string s = read_file(path);
+    return int(std::count(s.begin(), s.end(), '\n'));
+}
+
+// Starts `staticlm args...` with stdin/stdout/stderr from/to files and extra
+// environment variables ("NAME=value").
+pid_t spawn(const std::vector<std::string>& args, const std::string& in, const std::string& out,
+            const std::string& err, const std::vector<std::string>& env = {}) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        auto redirect = [](const std::string& path, int fd, int flags) {
+            const int f = ::open(path.c_str(), flags, 0644);
+            if (f < 0) ::_exit(126);
+            ::dup2(f, fd);
+            ::close(f);
+        };
+        redirect(in.empty() ? "/dev/null" : in, 0, O_RDONLY);
+        redirect(out.empty() ? "/dev/null" : out, 1, O_WRONLY | O_CREAT | O_TRUNC);
+        redirect(err.empty() ? "/dev/null" : err, 2, O_WRONLY | O_CREAT | O_TRUNC);
+        for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+                              "JOB_COMPLETION_INDEX"})
+            ::unsetenv(v);
+        for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+        std::vector<char*> argv;
+        const std::string b = bin();
+        argv.push_back(const_cast<char*>(b.c_str()));
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(b.c_str(), argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run(const std::vector<std::string>& args, const std::string& in = "", const std::string& out = "",
+        const std::string& err = "", const std::vector<std::string>& env = {}) {
+    return wait_exit(spawn(args, in, out, err, env));
+}
+
+std::vector<std::string> batch_args(const std::string& in, const std::string& out,
+                                    std::vector<std::string> more = {}) {
+    std::vector<std::string> a = {"batch", "--model", model_dir(), "--input", in, "--output", out,
+                                  "--threads", "1", "--max-seq", "512", "--quiet"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+}
+
+// 200 prompts of children's-story openings (quotes, a newline, non-ASCII and
+// an empty prompt among them), greedy, 16..47 tokens each.
+std::vector<json> story_requests() {
+    const char* who[] = {"Once upon a time", "The little dog", "Lily", "Ben and his mom", "A big bird",
+                         "The old tree", "Tom", "Sue said, \"Look!\"", "The cat\nand the mouse", "One day"};
+    const char* what[] = {"", " was", " saw a", " wanted to", " went to the park", " had a red ball",
+                          " was very happy", " said,", " and", " liked the café"};
+    std::vector<json> out;
+    for (int v = 0; v < 2; ++v)
+        for (int i = 0; i < 10; ++i)
+            for (int j = 0; j < 10; ++j) {
+                const int k = int(out.size());
+                std::string prompt = std::string(who[i]) + what[j] + (v ? "." : "");
+                if (k == 0) prompt.clear();
+                char id[16];
+                std::snprintf(id, sizeof(id), "story-%03d", k);
+                out.push_back({{"id", id}, {"prompt", prompt}, {"n_predict", 16 + (k * 7) % 32},
+                               {"temperature", 0}});
+            }
+    return out;
+}
+
+std::string jsonl(const std::vector<json>& rows) {
+    std::string s;
+    for (const json& r : rows) s += r.dump() + "\n";
+    return s;
+}
+
+// prefix + s (appended: GCC 12 warns falsely (-Wrestrict) on "x" + string once inlined).
+std::string cat(const char* prefix, const std::string& s) {
+    std::string k(prefix);
+    k += s;
+    return k;
+}
+
+// id -> result, checking that no id appears twice.
+std::map<std::string, json> results(const std::string& file) {
+    std::map<std::string, json> out;
+    std::istringstream in(read_file(file));
+    std::string line;
+    while (std::getline(in, line)) {
+        const json j = json::parse(line);
+        const std::string id = j["id"].is_string() ? j["id"].get<std::string>()
+                               : j["id"].is_null() ? cat("#", j["line"].dump())
+                                                   : j["id"].dump();
+        CHECK_MESSAGE(out.count(id) == 0, "duplicate result for " << id << " in " << file);
+        out[id] = j;
+    }
+    return out;
+}
+
+bool ready() {
+    if (bin().empty()) {
+        MESSAGE("SKIPPED: STATICLM_BIN is not set");
+        return false;
+    }
+    return staticlm::test::have_shared_data("staticlm batch");
+}
+
+}  // namespace
+
+TEST_CASE("batch: 200 prompts equal staticlm generate alone; 3 shards, one killed and resumed") {
+    if (!ready()) return;
+    TempDir dir;
+    const std::vector<json> reqs = story_requests();
+    REQUIRE(reqs.size() == 200);
+    const std::string in = dir / "prompts.jsonl";
+    write_file(in, jsonl(reqs));
+
+    const std::string all = dir / "all.jsonl";
+    REQUIRE(run(batch_args(in, all), "", "", dir / "err.txt") == 0);
+    const auto full = results(all);
+    REQUIRE(full.size() == 200);
+
+    // Every text equals `staticlm generate` of that prompt alone.
+    int equal = 0;
+    for (const json& r : reqs) {
+        const std::string id = r["id"];
+        write_file(dir / "prompt.txt", r["prompt"].get<std::string>());
+        REQUIRE(run({"generate", "--model", model_dir(), "--prompt-file", dir / "prompt.txt", "--temp", "0",
+                     "--n-predict", std::to_string(r["n_predict"].get<int>()), "--threads", "1",
+                     "--max-seq", "512"},
+                    "", dir / "gen.txt", dir / "gen_err.txt") == 0);
+        const json& got = full.at(id);
+        CHECK_MESSAGE(got["finish_reason"] != "error", id << ": " << got.dump());
+        const bool same = got["text"] == read_file(dir / "gen.txt");
+        CHECK_MESSAGE(same, id << ": batch " << got["text"].dump() << " vs generate "
+                               << json(read_file(dir / "gen.txt")).dump());
+        equal += same;
+    }
+    CHECK(equal == 200);
+
+    // Three shards; shard 1 is killed with SIGKILL once some results are in.
+    const std::string base = dir / "sh.jsonl";
+    std::vector<std::string> files;
+    for (int i = 0; i < 3; ++i) files.push_back((dir.path / ("sh." + std::to_string(i) + "-of-3.jsonl")).string());
+    REQUIRE(run(batch_args(in, base, {"--shard", "0/3"})) == 0);
+    REQUIRE(run(batch_args(in, base, {"--shard", "2/3"})) == 0);
+    const int shard1_total = int(std::count_if(reqs.begin(), reqs.end(), [](const json& r) {
+        return staticlm::shard_of_key(cat("=", r["id"].get<std::string>()), 3) == 1;
+    }));
+    int killed_at = -1;
+    for (int attempt = 0; attempt < 5 && killed_at < 0; ++attempt) {
+        fs::remove(files[1]);
+        const pid_t pid = spawn(batch_args(in, base, {"--shard", "1/3", "--sync", "always"}), "", "", "");
+        const auto t0 = std::chrono::steady_clock::now();
+        int n = 0;
+        while ((n = fs::exists(files[1]) ? count_lines(files[1]) : 0) < 3 &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        ::kill(pid, SIGKILL);
+        CHECK(wait_exit(pid) == 128 + SIGKILL);
+        n = count_lines(files[1]);
+        if (n < shard1_total) killed_at = n;  // else it finished first: try again
+    }
+    REQUIRE_MESSAGE(killed_at >= 3, "could not kill shard 1 mid-run");
+    MESSAGE("shard 1 killed after " << killed_at << " of " << shard1_total << " results");
+    // As if the kill had come in the middle of a write: a torn last line.
+    { std::ofstream(files[1], std::ios::app) << "{\"staticlm_batch\":1,\"id\":\"story-"; }
+    CHECK(run({"batch", "--merge", "--input", in, "--output", base, "--shards", "3"}, "", "",
+              dir / "merge_err.txt") == 1);
+    CHECK(read_file(dir / "merge_err.txt").find("incomplete line") != std::string::npos);
+
+    REQUIRE(run(batch_args(in, base, {"--shard", "1/3"}), "", "", dir / "resume_err.txt") == 0);
+    REQUIRE(run({"batch", "--merge", "--input", in, "--output", base, "--shards", "3"}, "", "",
+                dir / "merge_err.txt") == 0);
+    const auto merged = results(base);  // the shards' --output names the merged file
+    CHECK(merged.size() == 200);
+    for (const auto& [id, j] : full) CHECK_MESSAGE(merged.at(id)["text"] == j["text"], id);
+    // Shard files hold disjoint ids that together are all of them.
+    std::set<std::string> seen;
+    for (int i = 0; i < 3; ++i)
+        for (const auto& [id, j] : results(files[size_t(i)])) {
+            CHECK(seen.insert(id).second);
+            CHECK(staticlm::shard_of_key(cat("=", id), 3) == i);
+        }
+    CHECK(seen.size() == 200);
+}
+
+TEST_CASE("batch: bad rows are error results, bad files are clear errors, nothing is lost") {
+    if (!ready()) return;
+    TempDir dir;
+    const std::string in = dir / "in.jsonl", out = dir / "out.jsonl", err = dir / "err.txt";
+    write_file(in,
+               "{\"id\":\"ok1\",\"prompt\":\"Once upon a time\",\"n_predict\":8,\"temperature\":0}\n"
+               "{\"id\":\"broken\",\"prompt\":\"x\"\n"
+               "{\"prompt\":\"no id\"}\n"
+               "{\"id\":\"typed\",\"prompt\":\"x\",\"n_predict\":\"ten\"}\n"
+               "{\"id\":\"huge\",\"prompt\":\"" + std::string(400, 'z') + " once upon\"}\n"
+               "{\"id\":7,\"prompt\":\"The dog\",\"n_predict\":4,\"temperature\":0}\n");
+    REQUIRE(run(batch_args(in, out, {"--max-seq", "64", "--prefill-buckets", "16,64", "--append-buckets", "16"}), "", "", err) == 0);
+    const auto r = results(out);
+    REQUIRE(r.size() == 6);
+    CHECK(r.at("ok1")["finish_reason"] == "length");
+    CHECK(r.at("7")["finish_reason"] == "length");
+    CHECK(r.at("typed")["error"]["message"].get<std::string>().find("\"n_predict\" must be an integer") !=
+          std::string::npos);
+    CHECK(r.at("huge")["error"]["kind"] == "capacity");
+    CHECK(r.at("huge")["error"]["message"].get<std::string>().find("K=64") != std::string::npos);
+    CHECK(r.at("#2")["id"].is_null());  // malformed JSON and missing id: keyed by line
+    CHECK(r.at("#3")["id"].is_null());
+    const std::string text = read_file(out);
+    CHECK(text.find("\"line\":2,\"finish_reason\":\"error\",\"error\":{\"kind\":\"format\"") != std::string::npos);
+    CHECK(text.find("\"line\":3,\"finish_reason\":\"error\",\"error\":{\"kind\":\"input\",\"message\":\"line 3: no \\\"id\\\"\"") !=
+          std::string::npos);
+    // A rerun finds everything done, errors included.
+    REQUIRE(run(batch_args(in, out), "", "", err) == 0);
+    CHECK(read_file(out) == text);
+
+    // Duplicate ids: nothing runs, nothing is written.
+    write_file(dir / "dup.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\",\"prompt\":\"x\"}\n{\"id\":\"a\",\"prompt\":\"y\"}\n");
+    CHECK(run(batch_args(dir / "dup.jsonl", dir / "dup_out.jsonl"), "", "", err) == 1);
+    CHECK(read_file(err).find("duplicate id \"a\" on lines 1 and 3") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "dup_out.jsonl"));
+
+    // An output that is not ours is refused and left as it was.
+    write_file(dir / "notes.txt", "my notes\n");
+    CHECK(run(batch_args(in, dir / "notes.txt"), "", "", err) == 1);
+    CHECK(read_file(err).find("not a staticlm batch results file") != std::string::npos);
+    CHECK(read_file(dir / "notes.txt") == "my notes\n");
+    CHECK(run(batch_args(in, in), "", "", err) == 1);  // the input itself
+
+    // Unwritable outputs: a missing directory, a directory, a read-only file.
+    CHECK(run(batch_args(in, dir / "no/such/dir/out.jsonl"), "", "", err) == 1);
+    CHECK(read_file(err).find("cannot open for writing") != std::string::npos);
+    CHECK(run(batch_args(in, dir.path.string()), "", "", err) == 1);
+    if (::geteuid() != 0) {
+        write_file(dir / "ro.jsonl", "");
+        fs::permissions(dir.path / "ro.jsonl", fs::perms::owner_read);
+        CHECK(run(batch_args(in, dir / "ro.jsonl"), "", "", err) == 1);
+        CHECK(read_file(err).find("Permission denied") != std::string::npos);
+    }
+    // A missing input; usage errors.
+    CHECK(run(batch_args(dir / "missing.jsonl", dir / "o.jsonl"), "", "", err) == 1);
+    CHECK(read_file(err).find("missing.jsonl: cannot open") != std::string::npos);
+    CHECK(run({"batch", "--model", model_dir(), "--input", in}, "", "", err) == 2);
+    CHECK(run(batch_args(in, out, {"--bogus", "1"}), "", "", err) == 2);
+    CHECK(run(batch_args(in, out, {"--shard", "3/3"}), "", "", err) == 2);
+}
+
+TEST_CASE("batch: stdin/stdout, and shards from Slurm and Kubernetes variables") {
+    if (!ready()) return;
+    TempDir dir;
+    std::vector<json> reqs = story_requests();
+    reqs.resize(30);
+    for (json& r : reqs) r["n_predict"] = 4;
+    const std::string in = dir / "in.jsonl", err = dir / "err.txt";
+    write_file(in, jsonl(reqs));
+    REQUIRE(run(batch_args("-", "-"), in, dir / "stdout.jsonl", err) == 0);
+    CHECK(results(dir / "stdout.jsonl").size() == 30);
+
+    // f32 weights, 5 slots: float rows are bit-identical to solo decodes too.
+    REQUIRE(run(batch_args(in, dir / "f32.jsonl", {"--weights", "f32", "--slots", "5"}), "", "", err) == 0);
+    const auto f32 = results(dir / "f32.jsonl");
+    for (const json& r : reqs) {
+        write_file(dir / "prompt.txt", r["prompt"].get<std::string>());
+        REQUIRE(run({"generate", "--model", model_dir(), "--prompt-file", dir / "prompt.txt", "--temp", "0",
+                     "--n-predict", "4", "--threads", "1", "--max-seq", "512", "--weights", "f32"},
+                    "", dir / "gen.txt", err) == 0);
+        CHECK_MESSAGE(f32.at(r["id"].get<std::string>())["text"] == read_file(dir / "gen.txt"), r["id"]);
+    }
+
+    // Sampled (seeds derived from the ids): the same texts with 1 slot or 7, in
+    // reversed input order, and as `staticlm generate --seed <the result's seed>`.
+    std::vector<json> sampled = reqs;
+    for (json& r : sampled) r.erase("temperature"), r["n_predict"] = 12;
+    write_file(dir / "sampled.jsonl", jsonl(sampled));
+    write_file(dir / "reversed.jsonl", jsonl(std::vector<json>(sampled.rbegin(), sampled.rend())));
+    REQUIRE(run(batch_args(dir / "sampled.jsonl", dir / "s1.jsonl", {"--slots", "1"}), "", "", err) == 0);
+    REQUIRE(run(batch_args(dir / "reversed.jsonl", dir / "s7.jsonl", {"--slots", "7"}), "", "", err) == 0);
+    const auto s1 = results(dir / "s1.jsonl"), s7 = results(dir / "s7.jsonl");
+    int differ_from_greedy = 0;
+    for (const json& r : sampled) {
+        const std::string id = r["id"];
+        CHECK_MESSAGE(s1.at(id)["text"] == s7.at(id)["text"], id);
+        CHECK(s1.at(id)["seed"] == s7.at(id)["seed"]);
+        differ_from_greedy += s1.at(id)["tokens"] != f32.at(id)["tokens"];
+    }
+    CHECK(differ_from_greedy > 10);
+    for (size_t i = 0; i < 8; ++i) {
+        const json& r = sampled[i];
+        const json& got = s7.at(r["id"].get<std::string>());
+        write_file(dir / "prompt.txt", r["prompt"].get<std::string>());
+        REQUIRE(run({"generate", "--model", model_dir(), "--prompt-file", dir / "prompt.txt", "--n-predict", "12",
+                     "--threads", "1", "--max-seq", "512", "--seed", got["seed"].dump()},
+                    "", dir / "gen.txt", err) == 0);
+        CHECK_MESSAGE(got["text"] == read_file(dir / "gen.txt"), r["id"]);
+    }
+
+    // A chat request gets `staticlm chat`'s first reply.
+    write_file(dir / "chat.jsonl", "{\"id\":\"c\",\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],"
+                                   "\"temperature\":0,\"n_predict\":40}\n");
+    write_file(dir / "chat_in.txt", "Once upon a time\n");
+    REQUIRE(run(batch_args(dir / "chat.jsonl", dir / "chat_out.jsonl"), "", "", err) == 0);
+    REQUIRE(run({"chat", "--model", model_dir(), "--temp", "0", "--n-predict", "40", "--threads", "1",
+                 "--max-seq", "512"},
+                dir / "chat_in.txt", dir / "chat_stdout.txt", err) == 0);
+    CHECK(results(dir / "chat_out.jsonl").at("c")["text"].get<std::string>() + "\n" ==
+          read_file(dir / "chat_stdout.txt"));
+
+    const std::string base = dir / "out.jsonl";
+    REQUIRE(run(batch_args(in, base), "", "", err,
+                {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_MIN=1", "SLURM_ARRAY_TASK_COUNT=3"}) == 0);
+    REQUIRE(run(batch_args(in, base, {"--shards", "3"}), "", "", err, {"JOB_COMPLETION_INDEX=0"}) == 0);
+    REQUIRE(run(batch_args(in, base, {"--shard", "2/3"}), "", "", err) == 0);
+    for (int i = 0; i < 3; ++i)
+        for (const auto& [id, j] : results(dir / ("out." + std::to_string(i) + "-of-3.jsonl")))
+            CHECK(staticlm::shard_of_key(cat("=", id), 3) == i);
+    REQUIRE(run({"batch", "--merge", "--input", in, "--output", dir / "merged.jsonl", dir / "out.0-of-3.jsonl",
+                 dir / "out.1-of-3.jsonl", dir / "out.2-of-3.jsonl"},
+                "", "", err) == 0);
+    CHECK(results(dir / "merged.jsonl").size() == 30);
+    CHECK(run(batch_args(in, base), "", "", err, {"JOB_COMPLETION_INDEX=0"}) == 2);
+    CHECK(read_file(err).find("give --shards N") != std::string::npos);
+    CHECK(run(batch_args(in, base), "", "", err, {"SLURM_ARRAY_TASK_ID=5", "SLURM_ARRAY_TASK_COUNT=3"}) == 2);
+}

@@ -1,0 +1,206 @@
+// `staticlm batch`: JSONL prompts -> JSONL results (resumable, sharded) and
+// `staticlm batch --merge`. A thin wrapper over include/staticlm/batch.hpp:
+// flags and environment in, progress on stderr.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "staticlm/batch.hpp"
+#include "staticlm/batch_session.hpp"
+#include "staticlm/error.hpp"
+#include "staticlm/model.hpp"
+#include "commands.hpp"
+
+namespace staticlm::cli {
+
+namespace {
+
+// A non-negative integer from the environment; nullopt-like -1 when unset.
+long env_index(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return -1;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0)
+        throw UsageError(std::string("environment variable ") + name + "='" + v +
+                         "' is not a non-negative integer");
+    return n;
+}
+
+// --shard I/N, else Slurm array variables, else a Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX with --shards N; one shard when none of these is set.
+ShardSpec shard_from(const Args& a) {
+    const int shards = a.has("shards") ? a.integer("shards", 0) : 0;
+    if (a.has("shards") && shards < 1) throw UsageError("--shards must be >= 1");
+    if (a.has("shard")) {
+        if (a.has("shards")) throw UsageError("give --shard I/N or --shards N, not both");
+        try {
+            return parse_shard(a.str("shard"));
+        } catch (const Error& e) {
+            throw UsageError(std::string("--") + e.what());
+        }
+    }
+    ShardSpec s;
+    if (const long id = env_index("SLURM_ARRAY_TASK_ID"); id >= 0) {
+        const long min = std::max(0L, env_index("SLURM_ARRAY_TASK_MIN"));
+        const long count = shards ? shards : env_index("SLURM_ARRAY_TASK_COUNT");
+        if (count < 1) throw UsageError("SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: give --shards N");
+        s = {int(id - min), int(count)};
+        if (id < min || s.index >= s.count)
+            throw UsageError("Slurm array task " + std::to_string(id) + " (min " + std::to_string(min) +
+                             ") is not in 0.." + std::to_string(count - 1) +
+                             ": use --array=0-" + std::to_string(count - 1));
+        return s;
+    }
+    if (const long idx = env_index("JOB_COMPLETION_INDEX"); idx >= 0) {
+        if (!shards) throw UsageError("JOB_COMPLETION_INDEX is set: give --shards N (the Job's completions)");
+        if (idx >= shards)
+            throw UsageError("JOB_COMPLETION_INDEX=" + std::to_string(idx) + " is not below --shards " +
+                             std::to_string(shards));
+        return {int(idx), shards};
+    }
+    if (shards > 1)
+        throw UsageError("--shards N needs --shard I/N, SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX");
+    return s;
+}
+
+SyncPolicy sync_from(const Args& a) {
+    SyncPolicy p;
+    const std::string s = a.str("sync", "1");
+    if (s == "always") {
+        p.mode = SyncPolicy::Mode::every_line;
+    } else if (s == "end") {
+        p.mode = SyncPolicy::Mode::end;
+    } else {
+        p.seconds = a.number("sync", 1.0);
+        if (!(p.seconds >= 0)) throw UsageError("--sync must be always, end or seconds >= 0");
+    }
+    return p;
+}
+
+std::string duration(double s) {
+    char buf[32];
+    if (!std::isfinite(s) || s < 0) return "?";
+    if (s < 60)
+        std::snprintf(buf, sizeof(buf), "%.0fs", s);
+    else if (s < 3600)
+        std::snprintf(buf, sizeof(buf), "%dm%02ds", int(s) / 60, int(s) % 60);
+    else
+        std::snprintf(buf, sizeof(buf), "%dh%02dm", int(s) / 3600, int(s) / 60 % 60);
+    return buf;
+}
+
+// A bar redrawn in place on a terminal; otherwise a line every 5% or 30 s.
+struct Progress {
+    bool tty = isatty(2);
+    bool quiet = false;
+    double last = -1;
+    int last_step = -1;
+
+    void operator()(const BatchProgress& p) {
+        if (quiet) return;
+        const int todo = p.total - p.skipped;
+        const bool end = p.done >= todo;
+        const double rate = p.seconds > 0 ? p.done / p.seconds : 0;
+        const double eta = rate > 0 ? (todo - p.done) / rate : NAN;
+        const double tok_s = p.seconds > 0 ? double(p.generated_tokens) / p.seconds : 0;
+        if (tty) {
+            if (!end && p.seconds - last < 0.1) return;
+            last = p.seconds;
+            const int width = 30;
+            const int filled = todo ? int(double(p.done) / todo * width) : width;
+            std::fprintf(stderr, "\r[%.*s%*s] %d/%d  %d err  %.1f tok/s  ETA %s\033[K", filled,
+                         "##############################", width - filled, "", p.done, todo,
+                         p.errors, tok_s, duration(eta).c_str());
+            if (end) std::fputs("\n", stderr);
+        } else {
+            const int step = todo ? p.done * 20 / todo : 20;
+            if (!end && step == last_step && p.seconds - last < 30) return;
+            last_step = step;
+            last = p.seconds;
+            std::fprintf(stderr, "staticlm batch: %d/%d done, %d errors, %.1f tok/s, ETA %s\n",
+                         p.done, todo, p.errors, tok_s, duration(eta).c_str());
+        }
+        std::fflush(stderr);
+    }
+};
+
+int cmd_merge(const Args& a) {
+    if (!a.has("input") || !a.has("output"))
+        throw UsageError("batch --merge needs --input FILE and --output FILE (and the shard files or --shards N)");
+    std::vector<std::string> files = a.positional();
+    if (files.empty()) {
+        if (!a.has("shards")) throw UsageError("batch --merge needs the shard files or --shards N");
+        const int n = a.integer("shards", 0);
+        if (n < 1) throw UsageError("--shards must be >= 1");
+        for (int i = 0; i < n; ++i) files.push_back(shard_output_path(a.str("output"), {i, n}));
+    }
+    RequestLimits limits;
+    limits.max_line_bytes = size_t(a.integer("max-line-bytes", int(limits.max_line_bytes)));
+    const MergeSummary m = merge_results(a.str("input"), files, a.str("output"), limits);
+    std::fprintf(stderr, "staticlm batch: merged %d results (%d errors) from %zu files into %s\n",
+                 m.requests, m.errors, files.size(), a.str("output").c_str());
+    return 0;
+}
+
+}  // namespace
+
+int cmd_batch(const Args& a) {
+    if (a.has("merge")) return cmd_merge(a);
+    if (!a.positional().empty()) throw UsageError("batch takes no positional arguments (did you mean --merge?)");
+    if (!a.has("input") || !a.has("output"))
+        throw UsageError("batch needs --input FILE and --output FILE ('-' for stdin / stdout)");
+
+    BatchJobOptions o;
+    o.input = a.str("input");
+    o.shard = shard_from(a);
+    o.output = shard_output_path(a.str("output"), o.shard);
+    // Sampling and session defaults come from the model (generation_config.json,
+    // its trained context), so the model loads before the job reads its files.
+    auto model = load_model_from_args(a);
+    const ModelConfig& config = model_config(*model);
+    o.defaults.generate = generate_options_from_args(a, config, 256);
+    o.defaults.base_seed = o.defaults.generate.sampling.seed;
+    const int max_line = a.integer("max-line-bytes", int(o.limits.max_line_bytes));
+    if (max_line < 1) throw UsageError("--max-line-bytes must be >= 1");
+    o.limits.max_line_bytes = size_t(max_line);
+    o.limits.max_depth = a.integer("max-depth", o.limits.max_depth);
+    if (o.limits.max_depth < 2) throw UsageError("--max-depth must be >= 2");
+    o.sync = sync_from(a);
+    o.chat.system = a.str("system");
+    if (a.has("date")) o.chat.date = a.str("date");
+    if (a.has("model")) o.chat_format = detect_chat_format(a.str("model"));
+    Progress progress;
+    progress.quiet = a.has("quiet");
+    o.progress = [&progress](const BatchProgress& p) { progress(p); };
+    BatchSessionOptions bo;
+    bo.session = session_options_from_args(a, config);
+    bo.slots = a.integer("slots", 16);
+    if (bo.slots < 1) throw UsageError("--slots must be >= 1");
+
+    BatchJob job(std::move(o));
+    if (!progress.quiet)
+        std::fprintf(stderr, "staticlm batch: %d requests, shard %d/%d holds %d, %d already in %s, %d to run\n",
+                     job.input_lines(), job.shard().index, job.shard().count,
+                     job.shard_requests(), job.shard_requests() - job.pending(),
+                     job.output_path().c_str(), job.pending());
+    if (!progress.quiet && job.torn_bytes_dropped())
+        std::fprintf(stderr, "staticlm batch: cut an incomplete last line (%zu bytes) from %s: it is redone\n",
+                     job.torn_bytes_dropped(), job.output_path().c_str());
+    if (job.pending() == 0) return 0;
+    auto engine = make_batched_engine(model, bo);
+    const BatchSummary s = job.run(*model, *engine);
+    if (!progress.quiet) {
+        const BatchProgress& p = s.progress;
+        std::fprintf(stderr, "staticlm batch: wrote %d results (%d errors), %ld tokens in %.1f s (%.1f tok/s)\n",
+                     p.done, p.errors, p.generated_tokens, p.seconds,
+                     p.seconds > 0 ? double(p.generated_tokens) / p.seconds : 0.0);
+    }
+    return 0;
+}
+
+}  // namespace staticlm::cli
