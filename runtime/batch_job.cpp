@@ -156,6 +156,7 @@ FinishReason finish_of(StopReason reason) {
         case StopReason::stop_string: return FinishReason::stop;
         case StopReason::max_tokens: return FinishReason::length;
         case StopReason::capacity: return FinishReason::capacity;
+        case StopReason::aborted: return FinishReason::error;  // a batch is not interrupted per request
     }
     return FinishReason::error;
 }

@@ -2,6 +2,7 @@
 // kernels/formats/q8.hpp), int8 activation rows as matmul scratch.
 #include "kernels/formats/q8.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 

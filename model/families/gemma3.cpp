@@ -96,8 +96,14 @@ ModelConfig parse_gemma3(const ConfigReader& r, const ConfigReader&) {
         for (size_t il = 0; il < sliding.size(); ++il) {
             const json& v = t["layer_types"][il];
             const std::string type = v.is_string() ? v.get<std::string>() : "";
-            if (type != "sliding_attention" && type != "full_attention")
-                r.fail(ErrorKind::unsupported, "layer_types", "[" + std::to_string(il) + "] = " + v.dump() + " is not supported");
+            if (type != "sliding_attention" && type != "full_attention") {
+                std::string what = "[";  // built step by step: gcc 12's -Wrestrict misfires on the + chain
+                what += std::to_string(il);
+                what += "] = ";
+                what += v.dump();
+                what += " is not supported";
+                r.fail(ErrorKind::unsupported, "layer_types", what);
+            }
             sliding[il] = type == "sliding_attention";
         }
     } else {

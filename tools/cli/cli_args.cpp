@@ -24,14 +24,6 @@ const FlagSpec* find_short(const CommandSpec& spec, const std::string& name) {
     return nullptr;
 }
 
-// Short forms as llama.cpp spells them: -m FILE, -p TEXT, -n N.
-std::string long_form(const std::string& a) {
-    if (a == "-m") return "--model";
-    if (a == "-p") return "--prompt";
-    if (a == "-n") return "--n-predict";
-    return a;
-}
-
 }  // namespace
 
 std::string command_help(const CommandSpec& spec) {

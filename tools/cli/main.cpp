@@ -190,7 +190,8 @@ int cmd_tokenize(const Args& a) {
 }
 
 int cmd_info(const Args& a) {
-    if (a.has("model") && a.str("model").ends_with(".gguf")) std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
+    if (a.has("model") && a.str("model").ends_with(".gguf") && std::filesystem::is_regular_file(a.str("model")))
+        std::printf("%s\n", gguf_file_summary(a.str("model")).c_str());
     auto model = load_model_from_args(a);
     const ModelConfig& c = model_config(*model);
     const SessionOptions so = session_options_from_args(a, c);
