@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
+#include "kernels/parallel.hpp"
 #include "staticlm/probe.hpp"
 
 namespace staticlm::bench {
@@ -55,7 +56,7 @@ void fill_f16(uint16_t* x, size_t n, uint64_t seed, float amplitude);
 
 // Wall-clock seconds spent inside a benchmark's timing loop. Counters are
 // computed from this directly (Google Benchmark's rate counters would divide
-// by the main thread's CPU time, which is wrong for OpenMP kernels).
+// by the main thread's CPU time, which is wrong for multi-threaded kernels).
 class WallTimer {
 public:
     WallTimer() : t0_(std::chrono::steady_clock::now()) {}

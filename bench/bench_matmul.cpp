@@ -83,12 +83,11 @@ const PackedSet& packed(WeightType type, int n, int k, int copies) {
         const Buffer& src = source(n, k);
         constexpr int kRowsPerTask = 64 * kernels::kPanelRows;
         const int n_tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
-#pragma omp parallel for schedule(dynamic) num_threads(options().threads)
-        for (int t = 0; t < n_tasks; ++t) {
+        kernels::parallel_for(options().threads, n_tasks, [&](int t, const kernels::Team&) {
             const int n0 = t * kRowsPerTask;
             kernels::pack_weights(type, SrcType::bf16, src.data(), n, k, n0,
                                   std::min(n, n0 + kRowsPerTask), s.buf.data());
-        }
+        });
     }
     for (int c = 1; c < copies; ++c)
         std::memcpy(s.buf.data() + size_t(c) * s.stride, s.buf.data(), s.bytes);

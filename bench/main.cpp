@@ -14,6 +14,7 @@
 
 #include "bench_common.hpp"
 #include "staticlm/error.hpp"
+#include "staticlm/types.hpp"
 
 namespace staticlm::bench {
 namespace {
@@ -35,8 +36,10 @@ float uniform(uint64_t seed, size_t i, float amplitude) {
 
 template <class Store>
 void fill(size_t n, Store store) {
-#pragma omp parallel for schedule(static) num_threads(g_options.threads)
-    for (int64_t i = 0; i < int64_t(n); ++i) store(size_t(i));
+    kernels::parallel(g_options.threads, [&](const kernels::Team& t) {
+        const size_t b = n * size_t(t.tid()) / size_t(t.size()), e = n * size_t(t.tid() + 1) / size_t(t.size());
+        for (size_t i = b; i < e; ++i) store(i);
+    });
 }
 
 int parse_threads(const std::string& v) {
@@ -47,16 +50,16 @@ int parse_threads(const std::string& v) {
     } catch (const std::exception&) {
         used = 0;
     }
-    if (used != v.size() || n < 1 || n > 1024)
-        throw Error(ErrorKind::config, "--threads: expected an integer 1..1024, got '" + v + "'");
+    if (used != v.size() || n < 1 || n > max_threads())
+        throw Error(ErrorKind::config, "--threads: expected an integer 1.." + std::to_string(max_threads()) +
+                                           " (4 x the CPUs available), got '" + v + "'");
     return n;
 }
 
 // Takes our flags out of argv (the rest is for Google Benchmark).
 Options parse_options(int& argc, char** argv) {
     Options o;
-    o.threads = int(std::thread::hardware_concurrency());
-    if (o.threads < 1) o.threads = 1;
+    o.threads = available_cpus();
     int out = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -85,11 +88,6 @@ Options parse_options(int& argc, char** argv) {
     }
     argc = out;
     argv[argc] = nullptr;
-#if !STATICLM_OPENMP
-    if (o.threads > 1)
-        std::fprintf(stderr, "bench_kernels: built without OpenMP, running 1 thread\n");
-    o.threads = 1;
-#endif
     return o;
 }
 

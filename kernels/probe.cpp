@@ -13,11 +13,8 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
+#include "kernels/parallel.hpp"
 #include "staticlm/probe.hpp"
-
-#if STATICLM_OPENMP
-#include <omp.h>
-#endif
 
 namespace staticlm {
 namespace {
@@ -38,20 +35,11 @@ private:
 
 volatile double g_sink = 0;  // keeps every measured loop's result alive
 
-int thread_id() {
-#if STATICLM_OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-// Runs body(thread) on n threads at once and returns the wall time of the slowest.
+// Runs body(team) on n threads at once and returns the wall time of the slowest.
 template <class Body>
 double timed_parallel(int n_threads, Body body) {
     WallTimer timer;
-#pragma omp parallel num_threads(n_threads)
-    body(thread_id());
+    kernels::parallel_fixed(n_threads, body);
     return timer.seconds();
 }
 
@@ -80,7 +68,8 @@ Rate measure_read(uint64_t (*read)(const std::byte*, size_t), int n_threads, boo
     const size_t part = window / n_threads / 4096 * 4096;
     Buffer buf(bytes);
     // First touch by the thread that will read the part (NUMA-local pages).
-    timed_parallel(n_threads, [&](int t) {
+    timed_parallel(n_threads, [&](const kernels::Team& team) {
+        const int t = team.tid();
         for (size_t w = 0; w < bytes; w += window)
             std::memset(buf.data() + w + t * part, 1 + t, part);
     });
@@ -91,10 +80,11 @@ Rate measure_read(uint64_t (*read)(const std::byte*, size_t), int n_threads, boo
         std::vector<Clock::time_point> t0(n_threads), t1(n_threads);
         const std::byte* base = buf.data() + w;
         // The pass runs from the first thread's start to the last one's end,
-        // after a barrier: waking a sleeping OpenMP thread took milliseconds
-        // under load and is no part of the memory system's bandwidth.
-        timed_parallel(n_threads, [&](int t) {
-#pragma omp barrier
+        // after a barrier: waking a sleeping thread took milliseconds under
+        // load and is no part of the memory system's bandwidth.
+        timed_parallel(n_threads, [&](const kernels::Team& team) {
+            const int t = team.tid();
+            team.barrier();
             t0[t] = Clock::now();
             sums[t] = read(base + t * part, part);
             t1[t] = Clock::now();
@@ -126,7 +116,8 @@ double measure_peak(Fn fn, int64_t iters, double ops_per_iter, int n_threads, bo
     fn(iters / 10);  // warm up: clocks and the license level for wide vectors
     return best_of(quick ? 3 : 10, [&] {
                std::vector<double> rate(n_threads);
-               timed_parallel(n_threads, [&](int t) {
+               timed_parallel(n_threads, [&](const kernels::Team& team) {
+                   const int t = team.tid();
                    const double c0 = thread_cpu_seconds();
                    g_sink = g_sink + double(fn(iters));
                    const double cpu = thread_cpu_seconds() - c0;
@@ -149,6 +140,8 @@ const kernels::PeakLoops& peak_loops(const std::string& isa) {
 }
 
 }  // namespace
+
+uint64_t thread_pool_shrinks() { return kernels::pool_shrinks(); }
 
 MachineCeilings measure_ceilings(int threads, bool quick, const std::string& isa) {
     const kernels::PeakLoops& p = peak_loops(isa);

@@ -1,6 +1,6 @@
 // How many threads this process may usefully ask for: the CPUs of its affinity
-// set, and the cap every thread-count setting is checked against (libgomp
-// crashes on absurd counts; far more threads than CPUs only slow down).
+// set, and the cap every thread-count setting is checked against (far more
+// threads than CPUs only slow a run down).
 #include <sched.h>
 
 #include <thread>

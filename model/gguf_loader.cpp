@@ -20,10 +20,6 @@
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 
-#if STATICLM_OPENMP
-#include <omp.h>
-#endif
-
 namespace staticlm::detail {
 
 namespace {
@@ -183,90 +179,70 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
     }
     std::atomic<uint64_t> done{small_bytes};
-    std::atomic<size_t> first_error_task{tasks.size()};
-    std::mutex error_mutex;
-    std::exception_ptr error;
-    size_t error_task = tasks.size();
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-#pragma omp parallel num_threads(n_threads)
-    {
-        std::vector<float> scratch;
+    // Per thread: decoded f32 rows, or Q8_0/Q5_0/Q4_0 quants and scales.
+    struct Scratch {
+        std::vector<float> f32;
         std::vector<int8_t> quants;
         std::vector<uint16_t> scales;
-#pragma omp for schedule(dynamic, 1)
-        for (long ti = 0; ti < n_tasks; ++ti) {
-            if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
-            const Task& task = tasks[size_t(ti)];
-            const WeightEntry& e = plan[task.entry];
-            const GgufTensor& t = *src[task.entry];
-            try {
-                const bool interleaved =
-                    family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
-                const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
-                // Q8_0/Q5_0/Q4_0 into q8: the quants and scales as they are.
-                const bool direct = type == WeightType::q8 && e.k % kernels::kQ8Group == 0 &&
-                                    (t.type == kernels::GgmlType::q8_0 || t.type == kernels::GgmlType::q5_0 ||
-                                     t.type == kernels::GgmlType::q4_0);
-                // ~128 KiB of f32 at a time: packed from L2 right after decoding.
-                const size_t row_floats = size_t(e.k);
-                const int step = std::max<int>(
-                    kernels::kPanelRows,
-                    int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
-                const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
+    };
+    run_tasks_in_order<Scratch>(n_threads, n_tasks, [&](long ti, const kernels::Team& team, Scratch& buf) {
+        const Task& task = tasks[size_t(ti)];
+        const WeightEntry& e = plan[task.entry];
+        const GgufTensor& t = *src[task.entry];
+        const bool interleaved =
+            family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
+        const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
+        // Q8_0/Q5_0/Q4_0 into q8: the quants and scales as they are.
+        const bool direct = type == WeightType::q8 && e.k % kernels::kQ8Group == 0 &&
+                            (t.type == kernels::GgmlType::q8_0 || t.type == kernels::GgmlType::q5_0 ||
+                             t.type == kernels::GgmlType::q4_0);
+        // ~128 KiB of f32 at a time: packed from L2 right after decoding.
+        const size_t row_floats = size_t(e.k);
+        const int step = std::max<int>(
+            kernels::kPanelRows,
+            int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
+        const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
+        if (direct) {
+            buf.quants.resize(rows_max * row_floats);
+            buf.scales.resize(rows_max * row_floats / kernels::kQ8Group);
+        } else {
+            buf.f32.resize(rows_max * row_floats);
+        }
+        for (int r0 = task.n0; r0 < task.n1; r0 += step) {
+            const int r1 = std::min(task.n1, r0 + step);
+            // Consecutive runs of GGUF rows: the whole step, or one row
+            // at a time where the q/k rows are interleaved.
+            for (int r = r0; r < r1; r = interleaved ? r + 1 : r1) {
+                const int64_t g = interleaved ? gguf_llama_qk_row(r, head_dim) : r;
+                const int64_t count = interleaved ? 1 : r1 - r0;
+                const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
+                const size_t at = size_t(r - r0) * row_floats;
                 if (direct) {
-                    quants.resize(rows_max * row_floats);
-                    scales.resize(rows_max * row_floats / kernels::kQ8Group);
+                    uint16_t* sc = buf.scales.data() + at / kernels::kQ8Group;
+                    kernels::ggml_to_q8_quants(t.type, blocks, buf.quants.data() + at, sc, count * e.k);
+                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
+                        if ((sc[b] & 0x7c00) == 0x7c00)
+                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
                 } else {
-                    scratch.resize(rows_max * row_floats);
-                }
-                for (int r0 = task.n0; r0 < task.n1; r0 += step) {
-                    const int r1 = std::min(task.n1, r0 + step);
-                    // Consecutive runs of GGUF rows: the whole step, or one row
-                    // at a time where the q/k rows are interleaved.
-                    for (int r = r0; r < r1; r = interleaved ? r + 1 : r1) {
-                        const int64_t g = interleaved ? gguf_llama_qk_row(r, head_dim) : r;
-                        const int64_t count = interleaved ? 1 : r1 - r0;
-                        const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
-                        const size_t at = size_t(r - r0) * row_floats;
-                        if (direct) {
-                            uint16_t* sc = scales.data() + at / kernels::kQ8Group;
-                            kernels::ggml_to_q8_quants(t.type, blocks, quants.data() + at, sc, count * e.k);
-                            for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
-                                if ((sc[b] & 0x7c00) == 0x7c00)
-                                    throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
-                        } else {
-                            gguf_dequantize_rows(t, g, g + count, scratch.data() + at);
-                            if (const int64_t bad = first_non_finite(scratch.data() + at, size_t(count) * row_floats);
-                                bad >= 0)
-                                throw_non_finite(t, g * e.k + bad);
-                        }
-                    }
-                    if (direct)
-                        kernels::pack_q8_quants(quants.data(), scales.data(), e.n, e.k, r0, r1, e.matrix->data);
-                    else
-                        kernels::pack_weight_rows(type, SrcType::f32, scratch.data(), e.n, e.k, r0, r1,
-                                                  e.matrix->data);
-                }
-                const uint64_t bytes = uint64_t(task.n1 - task.n0) * t.row_bytes();
-                const uint64_t now = done.fetch_add(bytes) + bytes;
-#if STATICLM_OPENMP
-                if (omp_get_thread_num() == 0 && options.progress) options.progress(now, total_bytes);
-#else
-                if (options.progress) options.progress(now, total_bytes);
-#endif
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(error_mutex);
-                if (size_t(ti) < error_task) {
-                    error_task = size_t(ti);
-                    error = std::current_exception();
-                    first_error_task.store(error_task);
+                    gguf_dequantize_rows(t, g, g + count, buf.f32.data() + at);
+                    if (const int64_t bad = first_non_finite(buf.f32.data() + at, size_t(count) * row_floats);
+                        bad >= 0)
+                        throw_non_finite(t, g * e.k + bad);
                 }
             }
+            if (direct)
+                kernels::pack_q8_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
+            else
+                kernels::pack_weight_rows(type, SrcType::f32, buf.f32.data(), e.n, e.k, r0, r1,
+                                          e.matrix->data);
         }
-    }
-    if (error) std::rethrow_exception(error);
+        const uint64_t bytes = uint64_t(task.n1 - task.n0) * t.row_bytes();
+        const uint64_t now = done.fetch_add(bytes) + bytes;
+        if (team.tid() == 0 && options.progress) options.progress(now, total_bytes);
+    });
     if (options.progress) options.progress(total_bytes, total_bytes);
 
     finish_weights(*model, std::move(plan));

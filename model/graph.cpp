@@ -8,9 +8,7 @@
 #include <cstring>
 #include <exception>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
+#include "kernels/parallel.hpp"
 
 namespace staticlm {
 
@@ -185,21 +183,9 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
         for (int i = 0; i < t; ++i) row(i, ws.attn_scratch, nt);
     } else {
         const size_t per_thread = kernels::attention_scratch_bytes(1, lc.n_heads, hd, 1);
-        std::exception_ptr failure;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-        for (int i = 0; i < t; ++i) {
-            int tid = 0;
-#if defined(_OPENMP)
-            tid = omp_get_thread_num();
-#endif
-            try {
-                row(i, ws.attn_scratch + size_t(tid) * per_thread, 1);
-            } catch (...) {
-#pragma omp critical(staticlm_attention_rows)
-                failure = std::current_exception();
-            }
-        }
-        if (failure) std::rethrow_exception(failure);
+        kernels::parallel_for(nt, t, [&](int i, const kernels::Team& team) {
+            row(i, ws.attn_scratch + size_t(team.tid()) * per_thread, 1);
+        });
     }
     kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
     if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);

@@ -18,10 +18,6 @@
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 
-#if STATICLM_OPENMP
-#include <omp.h>
-#endif
-
 namespace staticlm {
 
 namespace {
@@ -266,10 +262,6 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});
     }
     std::atomic<uint64_t> done{small_bytes};
-    std::atomic<size_t> first_error_task{tasks.size()};
-    std::mutex error_mutex;
-    std::exception_ptr error;
-    size_t error_task = tasks.size();
     const int n_threads = detail::resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
     // Bytes between consecutive panels of a packed matrix: packed_bytes rounds
@@ -279,61 +271,39 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         if (plan[i].kind == WeightEntry::Kind::matrix)
             panel_stride[i] = kernels::packed_bytes(type, 64 * kernels::kPanelRows, plan[i].k) / 64;
 
-#pragma omp parallel num_threads(n_threads)
-    {
-        std::vector<std::byte> scratch;  // source rows read from the file
-#pragma omp for schedule(dynamic, 1)
-        for (long ti = 0; ti < n_tasks; ++ti) {
-            // Tasks after a failed one are skipped; earlier ones still run so that
-            // the error reported is the first non-finite value in file order.
-            if (size_t(ti) > first_error_task.load(std::memory_order_relaxed)) continue;
-            const Task& task = tasks[size_t(ti)];
-            const WeightEntry& e = plan[task.entry];
-            const TensorView& t = *src[task.entry];
-            try {
-                const SrcType st = weight_src_type(t);
-                // Scan and pack ~128 KiB of source at a time, so that packing reads
-                // the rows from L2 right after the scan brought them in.
-                const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
-                const int step = std::max<int>(kernels::kPanelRows,
-                                               int((size_t{128} << 10) / row_bytes) /
-                                                   kernels::kPanelRows * kernels::kPanelRows);
-                for (int r0 = task.n0; r0 < task.n1; r0 += step) {
-                    const int r1 = std::min(task.n1, r0 + step);
-                    const size_t n_bytes = size_t(r1 - r0) * row_bytes;
-                    const std::byte* rows = t.data ? t.data + size_t(r0) * row_bytes : nullptr;
-                    if (!rows) {
-                        scratch.resize(std::max(scratch.size(), n_bytes));
-                        read_tensor_bytes(t, uint64_t(r0) * row_bytes, n_bytes, scratch.data());
-                        rows = scratch.data();
-                    }
-                    const int64_t bad =
-                        first_non_finite(st, rows, 0, uint64_t(r1 - r0) * uint64_t(e.k));
-                    if (bad >= 0) throw_non_finite(t, bad + int64_t(r0) * e.k);
-                    kernels::pack_weights(type, st, rows, r1 - r0, e.k, 0, r1 - r0,
-                                          e.matrix->data + size_t(r0 / kernels::kPanelRows) *
-                                                               panel_stride[task.entry]);
-                }
-                const uint64_t now =
-                    done.fetch_add(uint64_t(task.n1 - task.n0) * uint64_t(e.k) *
-                                   dtype_size(t.dtype)) +
-                    uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
-#if STATICLM_OPENMP
-            if (omp_get_thread_num() == 0 && options.progress) options.progress(now, total_bytes);
-#else
-            if (options.progress) options.progress(now, total_bytes);
-#endif
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (size_t(ti) < error_task) {
-                error_task = size_t(ti);
-                error = std::current_exception();
-                first_error_task.store(error_task);
+    // Source rows read from the file, per thread.
+    using Scratch = std::vector<std::byte>;
+    detail::run_tasks_in_order<Scratch>(n_threads, n_tasks, [&](long ti, const kernels::Team& team,
+                                                                Scratch& scratch) {
+        const Task& task = tasks[size_t(ti)];
+        const WeightEntry& e = plan[task.entry];
+        const TensorView& t = *src[task.entry];
+        const SrcType st = weight_src_type(t);
+        // Scan and pack ~128 KiB of source at a time, so that packing reads
+        // the rows from L2 right after the scan brought them in.
+        const size_t row_bytes = size_t(e.k) * dtype_size(t.dtype);
+        const int step = std::max<int>(kernels::kPanelRows,
+                                       int((size_t{128} << 10) / row_bytes) /
+                                           kernels::kPanelRows * kernels::kPanelRows);
+        for (int r0 = task.n0; r0 < task.n1; r0 += step) {
+            const int r1 = std::min(task.n1, r0 + step);
+            const size_t n_bytes = size_t(r1 - r0) * row_bytes;
+            const std::byte* rows = t.data ? t.data + size_t(r0) * row_bytes : nullptr;
+            if (!rows) {
+                scratch.resize(std::max(scratch.size(), n_bytes));
+                read_tensor_bytes(t, uint64_t(r0) * row_bytes, n_bytes, scratch.data());
+                rows = scratch.data();
             }
+            const int64_t bad = first_non_finite(st, rows, 0, uint64_t(r1 - r0) * uint64_t(e.k));
+            if (bad >= 0) throw_non_finite(t, bad + int64_t(r0) * e.k);
+            kernels::pack_weights(type, st, rows, r1 - r0, e.k, 0, r1 - r0,
+                                  e.matrix->data + size_t(r0 / kernels::kPanelRows) *
+                                                       panel_stride[task.entry]);
         }
-    }
-    }
-    if (error) std::rethrow_exception(error);
+        const uint64_t bytes = uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
+        const uint64_t now = done.fetch_add(bytes) + bytes;
+        if (team.tid() == 0 && options.progress) options.progress(now, total_bytes);
+    });
     if (options.progress) options.progress(total_bytes, total_bytes);
 }
 

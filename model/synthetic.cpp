@@ -133,24 +133,20 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
     }
     // One panel of rows at a time: the f32 rows ([16][k], at most 512 KiB)
     // are packed while still in L2, and each arena page is written once.
-#pragma omp parallel num_threads(n_threads)
-    {
-        std::vector<float> buf;
-#pragma omp for schedule(dynamic, 1)
-        for (long ti = 0; ti < n_tasks; ++ti) {
-            const Task& task = tasks[size_t(ti)];
-            const WeightEntry& e = plan[task.entry];
-            buf.resize(size_t(kernels::kPanelRows) * size_t(e.k));
-            const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
-            for (int p0 = task.n0; p0 < task.n1; p0 += kernels::kPanelRows) {
-                const int rows = std::min(kernels::kPanelRows, task.n1 - p0);
-                for (int r = 0; r < rows; ++r)
-                    fill_row(seed, task.entry, p0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
-                std::byte* dst = e.matrix->data + size_t(p0 / kernels::kPanelRows) * panel;
-                kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
-            }
+    using Rows = std::vector<float>;
+    detail::run_tasks_in_order<Rows>(n_threads, n_tasks, [&](long ti, const kernels::Team&, Rows& buf) {
+        const Task& task = tasks[size_t(ti)];
+        const WeightEntry& e = plan[task.entry];
+        buf.resize(size_t(kernels::kPanelRows) * size_t(e.k));
+        const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
+        for (int p0 = task.n0; p0 < task.n1; p0 += kernels::kPanelRows) {
+            const int rows = std::min(kernels::kPanelRows, task.n1 - p0);
+            for (int r = 0; r < rows; ++r)
+                fill_row(seed, task.entry, p0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
+            std::byte* dst = e.matrix->data + size_t(p0 / kernels::kPanelRows) * panel;
+            kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
         }
-    }
+    });
     detail::finish_weights(*model, std::move(plan));
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     return model;

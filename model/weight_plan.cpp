@@ -7,9 +7,6 @@
 
 #include "staticlm/error.hpp"
 
-#if STATICLM_OPENMP
-#include <omp.h>
-#endif
 
 namespace staticlm::detail {
 
@@ -148,14 +145,7 @@ void check_threads(int threads, const char* what) {
                         " CPUs this process may use (at most " + std::to_string(max_threads()) + ")");
 }
 
-int resolve_threads(int threads) {
-#if STATICLM_OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-    return 1;
-#endif
-}
+int resolve_threads(int threads) { return threads > 0 ? threads : available_cpus(); }
 
 int chunk_rows(int k, size_t elem_bytes) {
     // ~1 MiB of source per task: big enough to amortize scheduling, small

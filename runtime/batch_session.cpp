@@ -17,6 +17,7 @@
 #include "cache/kv_cache.hpp"
 #include "model/graph.hpp"
 #include "model/model.hpp"
+#include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 #include "internal.hpp"
 
@@ -44,11 +45,6 @@ Step next_step(std::span<const int> sorted, int P, int n, int K) {
         for (int b : sorted)
             if (P + b <= K) q = b;
     return {q, std::min(q, n)};
-}
-
-int default_threads() {
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : int(n);
 }
 
 // Refuses caches larger than the machine's memory before allocating them
@@ -155,14 +151,13 @@ BatchSession::BatchSession(std::shared_ptr<const Model> model, const BatchSessio
     if (so.max_seq < 1)
         throw Error(ErrorKind::config, "invalid configuration: max_seq must be >= 1, got " +
                                            std::to_string(so.max_seq));
-    if (so.threads < 0)
-        throw Error(ErrorKind::config, "invalid configuration: threads must be >= 0 (0 = all "
-                                       "cores), got " + std::to_string(so.threads));
+    detail::check_threads(so.threads, "configuration");
     s.model = std::move(model);
     s.options = options;
     s.prefill_buckets = detail::normalize_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
     s.append_buckets = detail::normalize_buckets(so.append_buckets, "append_buckets", so.max_seq);
-    s.threads = so.threads == 0 ? default_threads() : so.threads;
+    s.threads = so.threads == 0 ? available_cpus() : so.threads;
+    kernels::reserve_threads(s.threads);  // regions never start a thread
     s.kt = &kernels::table();
     const ModelConfig& c = s.model->config();
     s.vocab = c.vocab;
@@ -475,9 +470,8 @@ int BatchGenerator::step() {
                          std::span<const int>(g.row_tokens.data(), size_t(n)));
         // Rows sample independently (each slot has its own sampler): in
         // parallel when there are enough of them to pay for waking the team.
-        [[maybe_unused]] const int nt = g.session.threads();
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (n >= 4 && nt > 1)
-        for (int i = 0; i < n; ++i) g.row_tokens[size_t(i)] = g.pick(g.rows[size_t(i)]);
+        kernels::parallel_for(n >= 4 ? g.session.threads() : 1, n,
+                              [&](int i, const kernels::Team&) { g.row_tokens[size_t(i)] = g.pick(g.rows[size_t(i)]); });
         for (int i = 0; i < n; ++i) g.record(g.rows[size_t(i)], g.row_tokens[size_t(i)]);
     }
     return g.finished_now;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cache/kv_cache.hpp"
+#include "kernels/parallel.hpp"
 #include "model/graph.hpp"
 #include "model/model.hpp"
 #include "model/weight_plan.hpp"
@@ -82,11 +83,6 @@ size_t plan_into(std::span<const int> sorted, int P, int T, int K, Step* out) {
         n -= t;
     }
     return n_steps;
-}
-
-int default_threads() {
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : int(n);
 }
 
 // Held for the length of every call that touches the session's state: a second
@@ -276,7 +272,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     s.options = options;
     s.prefill_buckets = detail::normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
     s.append_buckets = detail::normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
-    s.threads = options.threads == 0 ? default_threads() : options.threads;
+    s.threads = options.threads == 0 ? available_cpus() : options.threads;
+    kernels::reserve_threads(s.threads);  // regions never start a thread
     s.kt = &kernels::table();
     const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
     const ModelConfig& c = s.model->config();

@@ -21,4 +21,9 @@ struct MachineCeilings {
 // the best available, or "avx2" to force the 256-bit path.
 MachineCeilings measure_ceilings(int threads, bool quick = false, const std::string& isa = "");
 
+// How many times, since the process started, the thread pool saw its threads
+// keep losing their cores mid-region (a loaded or oversubscribed machine) and
+// ran the next regions on one thread for a while. 0 on a machine of one's own.
+uint64_t thread_pool_shrinks();
+
 }  // namespace staticlm

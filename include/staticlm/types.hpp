@@ -41,7 +41,7 @@ const char* kv_type_name(KvType type);
 int available_cpus();
 // The largest thread count any setting accepts (LoadOptions, SessionOptions,
 // the C API, --threads): kMaxThreadsPerCpu x available_cpus(). More threads
-// than CPUs only slow a run down; absurd counts crash the OpenMP runtime.
+// than CPUs only slow a run down.
 constexpr int kMaxThreadsPerCpu = 4;
 int max_threads();
 

@@ -13,11 +13,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
 #include "kernels/simd/vec.hpp"
-#if STATICLM_OPENMP
-#include <omp.h>
-#endif
 
 #include "kernels/attention_internal.hpp"
 
@@ -493,12 +491,15 @@ void merge_lane(const Ctx& c, int idx, int r, int n_split) {
     }
 }
 
-// The body of the parallel region (nt threads, this one is tid).
-void run(const Ctx& c, int nt, int tid) {
+// The body of the parallel region. nt is the thread count asked for (the
+// layout of items and key splits follows from it, so the result does not
+// depend on how many threads the pool gave: team.size() may be smaller);
+// `items` hands out the work items one at a time.
+void run(const Ctx& c, int nt, const Team& team, IndexQueue& items) {
     if (nt <= 1 || c.n_items >= nt) {
-#pragma omp for schedule(dynamic, 1)
-        for (int idx = 0; idx < c.n_items; ++idx) {
-            float* ts = c.thread_scratch(tid);
+        for (long i; items.next(i);) {
+            const int idx = int(i);
+            float* ts = c.thread_scratch(team.tid());
             const Item it = make_item(c, idx);
             init_lanes(c, it, ts);
             process_item(c, it, ts, it.lo[0], it.hi[it.n - 1] + 1);
@@ -512,7 +513,8 @@ void run(const Ctx& c, int nt, int tid) {
     // the sums, so such rows are not bit-identical to the same rows prefilled;
     // attention() avoids this path whenever there are enough lanes.
     const int n_split = std::min(nt / c.n_items, kMaxSplit);
-    if (tid < c.n_items * n_split) {
+    // Part tid of the nt parts, each team thread taking every size()-th.
+    for (int tid = team.tid(); tid < c.n_items * n_split; tid += team.size()) {
         const int idx = tid / n_split, part = tid % n_split;
         float* ts = c.thread_scratch(tid);
         const Item it = make_item(c, idx);
@@ -523,10 +525,11 @@ void run(const Ctx& c, int nt, int tid) {
         const int b = std::max(kbeg, k0 + part * per), e = std::min(kend, k0 + (part + 1) * per);
         if (b < e) process_item(c, it, ts, b, e);
     }
-#pragma omp barrier
+    team.barrier();
     const int total = c.n_items * c.item_lanes;
-#pragma omp for schedule(static)
-    for (int x = 0; x < total; ++x) {
+    int x0, x1;
+    detail::split(total, team.size(), team.tid(), x0, x1);
+    for (int x = x0; x < x1; ++x) {
         const int idx = x / c.item_lanes, r = x % c.item_lanes;
         if (r < make_item(c, idx).n) merge_lane(c, idx, r, n_split);
     }
@@ -555,13 +558,8 @@ void attention(const AttentionArgs& args, std::byte* scratch, int n_threads) {
     c.stile = detail::attn_shared_tile_keys(args.head_dim);
     c.lay = detail::attn_scratch_layout(args.head_dim);
     c.scratch = reinterpret_cast<float*>(scratch);
-#if STATICLM_OPENMP
-#pragma omp parallel num_threads(std::max(1, n_threads))
-    run(c, omp_get_num_threads(), omp_get_thread_num());
-#else
-    (void)n_threads;
-    run(c, 1, 0);
-#endif
+    IndexQueue items(c.n_items);
+    parallel(nt, [&](const Team& team) { run(c, nt, team, items); });
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

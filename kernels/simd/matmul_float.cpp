@@ -256,14 +256,13 @@ void matmul_many_impl(const MatmulOut* outs, int n_outs, const float* x, size_t 
     [[maybe_unused]] const int team = plan.team(n_threads);
     detail::GuidedRanges ranges(plan.seg_end, n_outs, 1, team);
     auto x_at = [x, ldx](int i) { return x + size_t(i) * ldx; };
-#pragma omp parallel num_threads(team) if (team > 1)
-    {
+    parallel(team, [&](const Team&) {
         int s, b, e;
         while (ranges.next(s, b, e))
             for (int t = b; t < e; ++t)
                 run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, kWide, outs[s].w->data,
                          panel_bytes, pe, x_at, ldx, k, outs[s].y, outs[s].ldy);
-    }
+    });
 }
 
 template <Fmt F>
@@ -372,16 +371,17 @@ void matmul_many_bf16_dp(const MatmulOut* outs, int n_outs, const float* x, size
     [[maybe_unused]] const int team = plan.team(n_threads);
     detail::GuidedRanges ranges(plan.seg_end, n_outs, 1, team);
     auto x_at = [xq, ldq](int i) { return xq + size_t(i) * ldq; };
-#pragma omp parallel num_threads(team) if (team > 1)
-    {
-#pragma omp for schedule(static)
-        for (int i = 0; i < m; ++i) vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
+    parallel(team, [&](const Team& tm) {
+        int i0, i1;
+        detail::split(m, tm.size(), tm.tid(), i0, i1);
+        for (int i = i0; i < i1; ++i) vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
+        tm.barrier();
         int s, b, e;
         while (ranges.next(s, b, e))
             for (int t = b; t < e; ++t)
                 run_tile(plan.tl[s], t, m, outs[s].w->n, kMR, kNP, kTiles, kWide, outs[s].w->data,
                          panel_bytes, pe, x_at, ldq, k, outs[s].y, outs[s].ldy);
-    }
+    });
 }
 
 void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,

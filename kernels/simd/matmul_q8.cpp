@@ -17,10 +17,6 @@
 #include <cstring>
 #include <utility>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 #include "kernels/formats/q8.hpp"
 #include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
@@ -342,18 +338,12 @@ void matmul_q8_many(const MatmulOut* outs, int n_outs, const float* x, size_t ld
     int unit_end[1] = {row_parts * n_outs};
     detail::GuidedRanges ranges(row_parts == 1 ? seg_end : unit_end, row_parts == 1 ? n_outs : 1,
                                 row_parts == 1 ? 2 : 1, n_threads);
-#pragma omp parallel num_threads(n_threads) if (n_threads > 1)
-    {
-        int tid = 0, nth = 1;
-#if defined(_OPENMP)
-        tid = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
+    parallel(n_threads, [&](const Team& team) {
         int q0, q1;
-        detail::split(m, nth, tid, q0, q1);
+        detail::split(m, team.size(), team.tid(), q0, q1);
         for (int r = q0; r < q1; ++r)
             quantize_row(x + size_t(r) * ldx, a, scratch + size_t(r) * a.stride);
-#pragma omp barrier
+        team.barrier();
         int seg, b, e;
         while (ranges.next(seg, b, e)) {
             if (row_parts == 1) {
@@ -368,7 +358,7 @@ void matmul_q8_many(const MatmulOut* outs, int n_outs, const float* x, size_t ld
                           std::min(m, t1 * kMr));
             }
         }
-    }
+    });
 }
 
 void matmul_q8(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,

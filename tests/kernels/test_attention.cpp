@@ -147,8 +147,8 @@ std::vector<Target> runnable_targets() {
 }
 
 // The best target runs every case on 1 and 2 threads; the others alternate
-// (the threading code is the same source in every target, and idle OpenMP
-// threads spinning on a loaded 2-core machine make each extra run costly).
+// (the threading code is the same source in every target, and each extra
+// multi-threaded run is costly on a loaded 2-core machine).
 std::vector<int> thread_counts(Target target, const Case& c) {
     if (target == best_target()) return {1, 2};
     return {1 + (c.t + c.pos0 + c.window + c.d / 8) % 2};

@@ -4,6 +4,7 @@
 // types, and the real Gemma 3 270M file when it is installed.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
+#include "kernels/parallel.hpp"
 #include "model/gguf.hpp"
 #include "model/safetensors.hpp"
 #include "staticlm/error.hpp"
@@ -415,12 +417,11 @@ TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weig
         for (int n0 = 0; n0 < n; n0 += rows) tasks.push_back({matrices.size() - 1, n0, std::min(n, n0 + rows)});
     }
     Buffer arena(total);
-    size_t non_finite = 0;
-#pragma omp parallel num_threads(2) reduction(+ : non_finite)
-    {
+    std::atomic<size_t> non_finite{0};
+    kernels::IndexQueue queue(long(tasks.size()));
+    kernels::parallel(2, [&](const kernels::Team&) {
         std::vector<float> scratch;
-#pragma omp for schedule(dynamic, 1)
-        for (long i = 0; i < long(tasks.size()); ++i) {
+        for (long i; queue.next(i);) {
             const Task& task = tasks[size_t(i)];
             const GgufTensor& t = *matrices[task.matrix].t;
             const int k = int(t.ne[0]), rows = task.n1 - task.n0;
@@ -432,11 +433,11 @@ TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weig
             std::byte* dst = arena.data() + matrices[task.matrix].offset + kernels::packed_bytes(type, task.n0, k);
             kernels::pack_weights(type, SrcType::f32, scratch.data(), rows, k, 0, rows, dst);
         }
-    }
+    });
     const auto t2 = clock::now();
     tokenizer_thread.join();
     const auto t3 = clock::now();
-    CHECK(non_finite == 0);
+    CHECK(non_finite.load() == 0);
     CHECK(tok->vocab_size() == info.vocab);
     MESSAGE("gemma-3-270m load probe: open + facts " << ms(t0, t1) << " ms, " << tasks.size() << " chunks of "
                                                      << matrices.size() << " matrices packed as q8 ("

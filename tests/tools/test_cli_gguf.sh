@@ -16,7 +16,6 @@ check() {  # name, then a command that must succeed
     shift
     if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
 }
-export OMP_WAIT_POLICY=passive
 
 twin=$src/tests/fixtures/gguf/llama-tied.gguf
 "$bin" generate -m "$twin" -p "ab" -n 8 --temp 0 --weights f32 >"$tmp/gen.txt" 2>"$tmp/gen_err.txt"

@@ -183,7 +183,7 @@ if grep -q "ctx must be" "$tmp/err"; then bad "perplexity complains about a --ct
 
 # --- Ctrl-C in chat stops the reply, not the process ---
 mkfifo "$tmp/in"
-OMP_WAIT_POLICY=passive "$bin" chat -m "$M" --weights f32 -t 1 -c 1500 -n -1 --ignore-eos --temp 0 \
+"$bin" chat -m "$M" --weights f32 -t 1 -c 1500 -n -1 --ignore-eos --temp 0 \
     <"$tmp/in" >"$tmp/chat.txt" 2>"$tmp/chat_err.txt" &
 pid=$!
 exec 3>"$tmp/in"

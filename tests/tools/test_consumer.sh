@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A meson project using staticlm as a subproject through dependency('staticlm')
-# (tests/consumer/): staticlm built with -Dsentencepiece=disabled and OpenMP;
+# (tests/consumer/): staticlm built with -Dsentencepiece=disabled;
 # a C program (no -fopenmp in its compile, only include/ visible) and a C++
 # program (the C++ API from the archive) build and run.
 # usage: test_consumer.sh SOURCE_DIR WORK_DIR
@@ -22,7 +22,7 @@ if [[ ! -f "$work/build/build.ninja" ]]; then
     cc=cc cxx=c++
     if command -v ccache >/dev/null; then cc="ccache cc" cxx="ccache c++"; fi
     CC=$cc CXX=$cxx meson setup "$work/build" "$work/src" --buildtype=release --force-fallback-for=staticlm \
-        -Dstaticlm:sentencepiece=disabled -Dstaticlm:openmp=enabled -Dstaticlm:native=true \
+        -Dstaticlm:sentencepiece=disabled -Dstaticlm:native=true \
         -Dstaticlm:tests=false -Dstaticlm:benchmarks=disabled >"$work/setup.log" 2>&1 || {
         echo "FAIL: meson setup of the consumer"; tail -30 "$work/setup.log"; exit 1; }
 fi

@@ -41,7 +41,7 @@ fi
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
 cflags=$(pkg-config --cflags staticlm) && libs=$(pkg-config --libs staticlm) || fail "pkg-config staticlm"
 static_libs=$(pkg-config --static --libs-only-l staticlm)
-grep -q -- '-lgomp' <<<"$static_libs$(pkg-config --static --libs staticlm)" || echo "note: no -lgomp (OpenMP disabled?)"
+grep -q -- '-lgomp' <<<"$static_libs$(pkg-config --static --libs staticlm)" && fail "-lgomp in pkg-config (staticlm has its own threads)"
 grep -q -- '-lstdc++' <<<"$static_libs" || fail "pkg-config --static lacks -lstdc++: $static_libs"
 grep -q -- '-fopenmp' <<<"$cflags" && fail "-fopenmp in the consumer's cflags"
 grep -qE 'staticlm/(model|cache|kernels|tokenizer)' <<<"$cflags" && fail "internal include dirs in cflags: $cflags"

@@ -37,6 +37,7 @@ struct Run {
     int threads = 0;
     MeanSd prefill, decode;  // tok/s
     double gops = 0, gbps = 0, r_peak = 0, r_bw = 0;
+    uint64_t pool_shrinks = 0;  // during the pp and tg passes
     MachineCeilings machine;
 };
 
@@ -88,6 +89,7 @@ int cmd_bench(const Args& a) {
         run.threads = session.threads();
 
         std::vector<double> pp_tps, tg_tps;
+        const uint64_t shrinks0 = thread_pool_shrinks();
         session.prefill(std::span<const int>(prompt.data(), size_t(std::min(pp, 16))));  // warm-up
         for (int r = 0; r < reps; ++r) {
             auto t0 = Clock::now();
@@ -103,6 +105,7 @@ int cmd_bench(const Args& a) {
             const double d = std::chrono::duration<double>(Clock::now() - t0).count();
             tg_tps.push_back(tg / d);
         }
+        run.pool_shrinks = thread_pool_shrinks() - shrinks0;
         run.prefill = mean_sd(pp_tps);
         run.decode = mean_sd(tg_tps);
         const double kv_bytes = double(session.cache_bytes_per_token()) * (pp + tg / 2.0);
@@ -121,11 +124,12 @@ int cmd_bench(const Args& a) {
                 "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gops\": %.1f, \"ratio_to_peak\": %.3f}, "
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
-                "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, "
+                "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f}}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
                 kernel_target_name().c_str(), pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak, tg,
-                r.decode.mean, r.decode.sd, r.gbps, r.r_bw, r.machine.read_gb_per_s,
+                r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
+                r.machine.read_gb_per_s,
                 r.machine.int8_gops, r.machine.fp32_gflops);
         return 0;
     }
@@ -139,6 +143,10 @@ int cmd_bench(const Args& a) {
                     r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, int8 ? "int8" : "fp32");
         std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
+        if (r.pool_shrinks > 0)
+            std::printf("  (threads lost their cores to other processes: %llu times the pool ran on one thread "
+                        "for a while)\n",
+                        (unsigned long long)r.pool_shrinks);
     }
     for (size_t i = 1; i < runs.size(); ++i)
         std::printf("scaling %d -> %d threads: prefill %.2fx, decode %.2fx\n", runs[0].threads,

@@ -120,7 +120,7 @@ struct MatmulOut {
 constexpr int kMaxMatmulOuts = 4;
 
 // Several products of one format and one k that read the same x (q/k/v,
-// gate/up), in one OpenMP region: x is converted to the format's activation
+// gate/up), in one parallel region: x is converted to the format's activation
 // rows once (scratch as for one matmul of m rows), then the panels of all the
 // matrices are handed out to the threads dynamically. Each output is computed
 // exactly as a separate call would compute it (bit for bit).

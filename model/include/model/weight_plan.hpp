@@ -4,10 +4,14 @@
 // flags; names come from a TensorNaming. Internal to model/.
 #pragma once
 
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/memory.hpp"
+#include "kernels/parallel.hpp"
 #include "model/config.hpp"
 #include "model/family.hpp"
 #include "model/model.hpp"
@@ -60,8 +64,37 @@ void check_threads(int threads, const char* what);
 // Model::load of a GGUF file (model/gguf_loader.cpp).
 std::shared_ptr<const Model> load_gguf(const std::filesystem::path& file, const LoadOptions& options);
 
-// Resolves OpenMP thread counts (0: all cores).
+// Resolves a thread count: 0 means every CPU this process may use.
 int resolve_threads(int threads);
+
+// The loaders' conversion loop: body(ti, team, scratch) for every task ti in
+// [0, n_tasks), handed out one at a time to n_threads; `scratch` is one
+// Scratch per thread, kept across its tasks. Tasks after a failed one are
+// skipped, earlier ones still run, so the exception rethrown is the first in
+// task order (the first bad tensor in file order, whatever the threads did).
+template <class Scratch, class Body>
+void run_tasks_in_order(int n_threads, long n_tasks, Body body) {
+    std::atomic<long> first_error_task{n_tasks};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    kernels::IndexQueue queue(n_tasks);
+    kernels::parallel(n_threads, [&](const kernels::Team& team) {
+        Scratch scratch{};
+        for (long ti; queue.next(ti);) {
+            if (ti > first_error_task.load(std::memory_order_relaxed)) continue;
+            try {
+                body(ti, team, scratch);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (ti < first_error_task.load(std::memory_order_relaxed)) {
+                    first_error_task.store(ti, std::memory_order_relaxed);
+                    error = std::current_exception();
+                }
+            }
+        }
+    });
+    if (error) std::rethrow_exception(error);
+}
 
 // Rows per conversion task: a multiple of kPanelRows near `target_bytes` of source.
 int chunk_rows(int k, size_t elem_bytes);

@@ -1,6 +1,6 @@
 // Work sharing of the fused matmuls: the units of work (panels, or tiles) of
 // several matrices laid end to end, handed out to threads as they ask.
-// Target-independent; used inside one OpenMP region per call.
+// Target-independent; used inside one parallel() region per call.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/kernels.hpp"
+#include "kernels/parallel.hpp"
 
 namespace staticlm::kernels::detail {
 
