@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -103,10 +105,50 @@ int parse_spin_us(const char* text) {
     return int(v);
 }
 
+bool detail::StallGuard::note(int64_t now_ns, int64_t region_ns, int64_t max_lost_ns) {
+    if (max_lost_ns > kStallMinNs && 2 * max_lost_ns > region_ns) {
+        if (++score_ < kStallsToShrink) return false;
+        score_ = 0;
+        // Stalled again soon after a solo period: the load is still there,
+        // so stay solo longer before the next try.
+        const bool recurring = solo_until_ != 0 && now_ns - solo_until_ < kRecurNs;
+        solo_ns_ = recurring ? std::min(2 * solo_ns_, kMaxShrinkNs) : kShrinkNs;
+        solo_until_ = now_ns + solo_ns_;
+        ++shrinks_;
+        return true;
+    }
+    if (max_lost_ns < kStallMinNs / 4 && score_ > 0) --score_;
+    return false;
+}
+
+namespace {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// CPU time of the calling thread (a system call: only sampled regions read it).
+int64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Wall and CPU time this thread spent waiting at barriers in the current
+// region (not lost: it had nothing to do).
+struct BarrierWaits {
+    int64_t wall = 0, cpu = 0;
+};
+thread_local BarrierWaits t_waits;
+
+}  // namespace
+
 struct Pool {
     struct alignas(64) Slot {
         Word go;                          // bumped once per region the worker is part of
-        std::atomic<int64_t> end_ns{0};   // when the worker returned from the last body
+        std::atomic<int64_t> lost_ns{0};  // sampled regions: time the thread lost its core
     };
 
     const int capacity = std::max(1, max_threads());
@@ -120,50 +162,39 @@ struct Pool {
     detail::RegionFn fn = nullptr;
     void* ctx = nullptr;
     int size = 1;
+    bool measure = false;    // sample the threads' lost time in this region
+    int64_t start_ns = 0;    // when the caller woke the team (sampled regions)
     Word done;  // workers of the current region that have returned
     Word barrier_gen;
     std::atomic<int> barrier_count{0};
-    std::atomic<int64_t> barrier_first_ns{0};  // when the first thread reached the current barrier
-    std::atomic<int64_t> barrier_spread_ns{0};  // the longest first-to-last arrival of this region
     std::atomic<bool> error_claimed{false};
     std::exception_ptr error;
 
-    // Oversubscription guard (under run_mutex). A region is "stalled" when
-    // threads waited for one another (its last thread returned after its
-    // first, or the last reached a barrier after the first) for more than
-    // 1 ms and more than half the region's time: with dynamic work sharing
-    // that only happens when a thread lost its core mid-region (the
-    // scheduler gave it to another process, for a time slice of
-    // milliseconds). After kStallsToShrink such regions (net of normal ones)
-    // regions run on the caller alone for
-    // kShrinkNs, doubled up to kMaxShrinkNs each time the stalls come back
-    // within kRecurNs of a solo period's end; then the full team is tried
-    // again. Results
-    // do not depend on the team's size (every kernel's output is the same on
-    // 1 or n threads). On 2 cores with a busy-looping process pinned to one,
-    // 2-thread decode went from 0.70x to ~1x of 1-thread decode with this.
-    static constexpr int64_t kStallMinNs = 1'000'000;
-    static constexpr int kStallsToShrink = 2;
-    static constexpr int64_t kShrinkNs = 200'000'000;
-    static constexpr int64_t kMaxShrinkNs = 12'800'000'000;
-    static constexpr int64_t kRecurNs = 2'000'000'000;
-    int stall_score = 0;
-    int64_t solo_until_ns = 0;
-    int64_t solo_ns = kShrinkNs;  // doubles (to kMaxShrinkNs) while the load lasts
+    // The oversubscription guard (under run_mutex); one region in
+    // kSampleEvery is measured while it sees no stalls, every region after one.
+    static constexpr unsigned kSampleEvery = 4;
+    detail::StallGuard guard;
+    unsigned region_count = 0;
     std::atomic<uint64_t> shrinks{0};
-
-    static int64_t now_ns() {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now().time_since_epoch())
-            .count();
-    }
 
     void run_body(int tid) {
         const Team team(tid, size);
+        int64_t w0 = 0, c0 = 0;
+        if (measure) {
+            t_waits = {};
+            w0 = now_ns();
+            c0 = thread_cpu_ns();
+        }
         try {
             fn(ctx, team);
         } catch (...) {
             if (!error_claimed.exchange(true)) error = std::current_exception();
+        }
+        if (measure) {
+            const int64_t wall = now_ns() - w0 - t_waits.wall;
+            const int64_t cpu = thread_cpu_ns() - c0 - t_waits.cpu;
+            const int64_t late = tid > 0 ? w0 - start_ns : 0;  // woken but not yet running
+            slots[size_t(tid)].lost_ns.store(std::max<int64_t>(0, late + wall - cpu), std::memory_order_relaxed);
         }
     }
 
@@ -175,43 +206,27 @@ struct Pool {
             go.wait_until([seen](uint32_t v) { return v != seen; }, spin_ns);
             seen = go.value.load(std::memory_order_acquire);
             run_body(i);
-            slots[size_t(i)].end_ns.store(now_ns(), std::memory_order_relaxed);
             done.value.fetch_add(1, std::memory_order_seq_cst);
             done.notify();
         }
     }
 
-    void ensure(int n) {
-        if (started.load(std::memory_order_acquire) >= n) return;
+    // Starts workers up to n (as many as the system allows); returns how many
+    // threads a team can have.
+    int ensure(int n) {
+        int have = started.load(std::memory_order_acquire);
+        if (have >= n) return n;
         std::lock_guard lock(grow_mutex);
-        for (int i = started.load(std::memory_order_relaxed); i < n; ++i) {
-            // Workers live as long as the process (the pool is never destroyed).
-            std::thread([this, i] { worker(i); }).detach();
-            started.store(i + 1, std::memory_order_release);
-        }
-    }
-
-    void note_balance(int n, int64_t start, int64_t own_end) {
-        int64_t first = own_end, last = own_end;
-        for (int i = 1; i < n; ++i) {
-            const int64_t e = slots[size_t(i)].end_ns.load(std::memory_order_relaxed);
-            first = std::min(first, e);
-            last = std::max(last, e);
-        }
-        const int64_t spread =
-            std::max(last - first, barrier_spread_ns.exchange(0, std::memory_order_relaxed));
-        if (spread > kStallMinNs && 2 * spread > last - start) {
-            if (++stall_score >= kStallsToShrink) {
-                stall_score = 0;
-                // Stalled again soon after a solo period: the load is still
-                // there, so stay solo longer before the next try.
-                solo_ns = last - solo_until_ns < kRecurNs ? std::min(2 * solo_ns, kMaxShrinkNs) : kShrinkNs;
-                solo_until_ns = last + solo_ns;
-                shrinks.fetch_add(1, std::memory_order_relaxed);
+        for (have = started.load(std::memory_order_relaxed); have < n; ++have) {
+            try {
+                // Workers live as long as the process (the pool is never destroyed).
+                std::thread([this, i = have] { worker(i); }).detach();
+            } catch (const std::system_error&) {
+                break;  // no more threads: teams stay this size
             }
-        } else if (spread < kStallMinNs / 4 && stall_score > 0) {
-            --stall_score;
+            started.store(have + 1, std::memory_order_release);
         }
+        return have;
     }
 
     void run(int n, detail::RegionFn f, void* c, bool fixed_team) {
@@ -219,12 +234,13 @@ struct Pool {
         {
             std::lock_guard lock(run_mutex);
             const int64_t start = now_ns();
-            if (start < solo_until_ns && !fixed_team) n = 1;
+            if (!fixed_team && guard.solo(start)) n = 1;
             fn = f;
             ctx = c;
             size = n;
+            measure = n > 1 && !fixed_team && (guard.watching() || region_count++ % kSampleEvery == 0);
+            start_ns = start;
             done.value.store(0, std::memory_order_relaxed);
-            barrier_spread_ns.store(0, std::memory_order_relaxed);
             for (int i = 1; i < n; ++i) {
                 slots[size_t(i)].go.value.fetch_add(1, std::memory_order_seq_cst);
                 slots[size_t(i)].go.notify();
@@ -232,10 +248,15 @@ struct Pool {
             t_in_region = true;
             run_body(0);
             t_in_region = false;
-            const int64_t own_end = now_ns();
             const uint32_t others = uint32_t(n - 1);
             done.wait_until([others](uint32_t v) { return v == others; }, spin_ns);
-            if (n > 1 && !fixed_team) note_balance(n, start, own_end);
+            if (measure) {
+                const int64_t end = now_ns();
+                int64_t lost = 0;
+                for (int i = 0; i < n; ++i)
+                    lost = std::max(lost, slots[size_t(i)].lost_ns.load(std::memory_order_relaxed));
+                if (guard.note(end, end - start, lost)) shrinks.fetch_add(1, std::memory_order_relaxed);
+            }
             if (error_claimed.load(std::memory_order_acquire)) {
                 failure = std::exchange(error, nullptr);
                 error_claimed.store(false, std::memory_order_relaxed);
@@ -263,19 +284,21 @@ void Team::barrier() const {
     if (size_ <= 1) return;
     Pool& p = pool();
     const uint32_t gen = p.barrier_gen.value.load(std::memory_order_acquire);
-    const int arrived = p.barrier_count.fetch_add(1, std::memory_order_acq_rel);
-    if (arrived == 0) p.barrier_first_ns.store(Pool::now_ns(), std::memory_order_relaxed);
-    if (arrived + 1 == size_) {
-        // A thread that lost its core before the barrier shows here (after it
-        // the team shares the rest dynamically and ends together).
-        const int64_t spread = Pool::now_ns() - p.barrier_first_ns.load(std::memory_order_relaxed);
-        if (spread > p.barrier_spread_ns.load(std::memory_order_relaxed))
-            p.barrier_spread_ns.store(spread, std::memory_order_relaxed);
+    if (p.barrier_count.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
         p.barrier_count.store(0, std::memory_order_relaxed);
         p.barrier_gen.value.fetch_add(1, std::memory_order_seq_cst);
         p.barrier_gen.notify();
-    } else {
-        p.barrier_gen.wait_until([gen](uint32_t v) { return v != gen; }, p.spin_ns);
+        return;
+    }
+    int64_t w0 = 0, c0 = 0;
+    if (p.measure) {
+        w0 = now_ns();
+        c0 = thread_cpu_ns();
+    }
+    p.barrier_gen.wait_until([gen](uint32_t v) { return v != gen; }, p.spin_ns);
+    if (p.measure) {
+        t_waits.wall += now_ns() - w0;
+        t_waits.cpu += thread_cpu_ns() - c0;
     }
 }
 
@@ -286,9 +309,14 @@ void detail::run_region(int n_threads, RegionFn fn, void* ctx, bool fixed_team) 
         return;
     }
     Pool& p = pool();
-    const int n = std::min(n_threads, p.capacity);
-    p.ensure(n);
+    const int n = p.ensure(std::min(n_threads, p.capacity));
     p.run(n, fn, ctx, fixed_team);
+}
+
+void detail::reset_pool_guard() {
+    Pool& p = pool();
+    std::lock_guard lock(p.run_mutex);
+    p.guard = StallGuard{};
 }
 
 void reserve_threads(int n_threads) {
@@ -297,14 +325,13 @@ void reserve_threads(int n_threads) {
     p.ensure(std::min(n_threads, p.capacity));
 }
 
-int pool_capacity() { return pool().capacity; }
-void detail::reset_pool_guard() {
+int fixed_team_size(int n_threads) {
+    if (n_threads <= 1 || t_in_region || g_forked.load()) return 1;
     Pool& p = pool();
-    std::lock_guard lock(p.run_mutex);
-    p.stall_score = 0;
-    p.solo_until_ns = 0;
-    p.solo_ns = Pool::kShrinkNs;
+    return p.ensure(std::min(n_threads, p.capacity));
 }
+
+int pool_capacity() { return pool().capacity; }
 
 uint64_t pool_shrinks() { return pool().shrinks.load(std::memory_order_relaxed); }
 int spin_us() { return int(pool().spin_ns / 1000); }

@@ -146,7 +146,9 @@ uint64_t thread_pool_shrinks() { return kernels::pool_shrinks(); }
 MachineCeilings measure_ceilings(int threads, bool quick, const std::string& isa) {
     const kernels::PeakLoops& p = peak_loops(isa);
     MachineCeilings c;
-    threads = threads < 1 ? 1 : threads;
+    // The team the timed regions will really get (1 when called from inside
+    // a region): every per-thread array below is that size.
+    threads = kernels::fixed_team_size(threads < 1 ? 1 : threads);
     c.threads = threads;
     if (!p.read) {
         c.isa = "none (no AVX2 on this CPU: ceilings not measured)";

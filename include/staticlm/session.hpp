@@ -30,7 +30,7 @@ struct SessionOptions {
     std::vector<int> prefill_buckets = {64, 128, 256, 512};
     std::vector<int> append_buckets = {16, 32, 64};
     KvType kv = KvType::f16;
-    int threads = 0;          // 0: all cores; at most max_threads()
+    int threads = 0;          // 0: the CPUs of this process's affinity set; at most max_threads()
     bool all_logits = false;  // keep a [Q_max][vocab] buffer so sinks can see every row
     bool ring_sliding = false;  // sliding layers keep window + Q_max slots
 };

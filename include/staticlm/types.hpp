@@ -47,10 +47,13 @@ int max_threads();
 
 struct LoadOptions {
     WeightType weights = WeightType::q8;
-    int threads = 0;  // 0: all cores; at most max_threads()
+    int threads = 0;  // 0: the CPUs of this process's affinity set; at most max_threads()
     bool load_tokenizer = true;
     bool prefer_tokenizer_json = false;
-    // Called from the loading thread with (bytes converted, bytes total).
+    // Called from the loading thread with (bytes converted, bytes total),
+    // while the loader's worker threads run: it must not wait for another
+    // thread that is itself running staticlm work (that work waits for the
+    // loader's threads).
     std::function<void(uint64_t done, uint64_t total)> progress;
 };
 

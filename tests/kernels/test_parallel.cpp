@@ -129,13 +129,53 @@ TEST_CASE("parallel: STATICLM_SPIN_US accepts 0 .. 100000 µs and nothing else")
     CHECK(us <= 100000);
 }
 
-TEST_CASE("parallel: threads that keep stalling make regions run on the caller, for a while") {
-    if (kernels::pool_capacity() < 2) return;  // no team to shrink
-    // A worker that loses 5 ms in each of two regions (as a thread whose
-    // core went to another process would) while the caller's part is instant.
+TEST_CASE("StallGuard: losses, not imbalance, start a solo period; it doubles while stalls recur") {
+    using G = kernels::detail::StallGuard;
+    constexpr int64_t ms = 1'000'000;
+    G g;
+    int64_t t = 1000 * ms;
+    // Planned imbalance: a 10 ms region in which nobody lost time.
+    for (int i = 0; i < 10; ++i) CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 0));
+    // Losses under 1 ms, or under half the region, are not stalls.
+    for (int i = 0; i < 10; ++i) CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, ms / 2));
+    for (int i = 0; i < 10; ++i) CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 4 * ms));
+    CHECK(g.shrinks() == 0);
+    CHECK_FALSE(g.solo(t));
+    // A stall then a clean region cancel out; two stalls net start 200 ms solo.
+    CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 6 * ms));
+    CHECK(g.watching());
+    CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 0));
+    CHECK_FALSE(g.watching());
+    CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 6 * ms));
+    CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
+    CHECK(g.shrinks() == 1);
+    CHECK(g.solo(t + G::kShrinkNs - 1));
+    CHECK_FALSE(g.solo(t + G::kShrinkNs));
+    // Stalls again within 2 s of the end: 400 ms, then 800 ms, ... up to 12.8 s.
+    int64_t period = G::kShrinkNs;
+    for (int round = 0; round < 8; ++round) {
+        t = g.solo_until() + 100 * ms;
+        CHECK_FALSE(g.note(t, 10 * ms, 6 * ms));
+        CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
+        period = std::min(2 * period, G::kMaxShrinkNs);
+        CHECK(g.solo_until() == t + period);
+    }
+    // A quiet spell longer than 2 s: back to 200 ms.
+    t = g.solo_until() + 3000 * ms;
+    CHECK_FALSE(g.note(t, 10 * ms, 6 * ms));
+    CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
+    CHECK(g.solo_until() == t + G::kShrinkNs);
+}
+
+TEST_CASE("parallel: a thread that keeps losing its core makes regions run on the caller, for a while") {
+    if (kernels::fixed_team_size(2) < 2) return;  // no team to shrink
     kernels::detail::reset_pool_guard();
+    // Worker 1 is off its core for 5 ms (asleep: as if another process had
+    // it) in each region, the caller's part is instant. Regions are sampled
+    // while the guard watches, so the second stalled region starts a solo
+    // period (the first is sampled once in a few; run enough of them).
     const uint64_t before = kernels::pool_shrinks();
-    for (int r = 0; r < 2; ++r)
+    for (int r = 0; r < 8 && kernels::pool_shrinks() == before; ++r)
         kernels::parallel(2, [](const Team& t) {
             if (t.tid() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         });
@@ -146,9 +186,7 @@ TEST_CASE("parallel: threads that keep stalling make regions run on the caller, 
     // parallel_fixed ignores the guard (the probe measures n threads).
     kernels::parallel_fixed(2, [&](const Team& t) { size = t.size(); });
     CHECK(size.load() == 2);
-    // After the guard's 200 ms the full team is back.
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    kernels::detail::reset_pool_guard();
     kernels::parallel(2, [&](const Team& t) { size = t.size(); });
     CHECK(size.load() == 2);
-    kernels::detail::reset_pool_guard();
 }

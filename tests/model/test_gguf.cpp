@@ -427,7 +427,9 @@ TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weig
             const int k = int(t.ne[0]), rows = task.n1 - task.n0;
             scratch.resize(size_t(rows) * size_t(k));
             gguf_dequantize_rows(t, task.n0, task.n1, scratch.data());
-            for (float x : scratch) non_finite += !std::isfinite(x);
+            size_t bad = 0;
+            for (float x : scratch) bad += !std::isfinite(x);
+            non_finite.fetch_add(bad, std::memory_order_relaxed);
             // Panels are contiguous: rows [n0, n1) from a panel boundary pack as
             // a matrix of their own at that panel's offset.
             std::byte* dst = arena.data() + matrices[task.matrix].offset + kernels::packed_bytes(type, task.n0, k);

@@ -15,8 +15,9 @@
 // - n is clamped to pool_capacity() (staticlm::max_threads()).
 // - When threads keep losing their cores to other processes mid-region (a
 //   loaded or oversubscribed machine), regions run on their caller alone for a
-//   while (200 ms), then the full team is tried again. A body must therefore
-//   compute the same result whatever team.size() it gets.
+//   while (detail::StallGuard), then the full team is tried again. A body must
+//   therefore compute the same result whatever team.size() it gets (lay work
+//   out from the requested count, not from the team's size).
 // - A region opened from inside a region (nested) runs on the calling thread
 //   alone (team of one), as OpenMP does with nesting off.
 // - Regions opened at the same time from different threads of the program
@@ -36,24 +37,68 @@ namespace staticlm::kernels {
 
 constexpr int kDefaultSpinUs = 1000;
 
+class Team;
+namespace detail {
+using RegionFn = void (*)(void* ctx, const Team& team);
+void run_region(int n_threads, RegionFn fn, void* ctx, bool fixed_team);
+}  // namespace detail
+
+// What a region's body gets: its thread id and the team's size. Only the pool
+// makes teams (a barrier outside a region would wait for threads that do not
+// exist).
 class Team {
 public:
-    Team(int tid, int size) : tid_(tid), size_(size) {}
     int tid() const { return tid_; }
     int size() const { return size_; }
     // Every thread of the team waits here until all have arrived.
     void barrier() const;
 
 private:
+    friend struct Pool;
+    friend void detail::run_region(int, detail::RegionFn, void*, bool);
+    Team(int tid, int size) : tid_(tid), size_(size) {}
     int tid_;
     int size_;
 };
 
 namespace detail {
-using RegionFn = void (*)(void* ctx, const Team& team);
-void run_region(int n_threads, RegionFn fn, void* ctx, bool fixed_team);
+
+// The oversubscription guard's bookkeeping, fed by the pool after sampled
+// regions. A region is stalled when one of its threads lost more than
+// kStallMinNs, and more than half the region's wall time, while it had work:
+// time it was runnable but another process had its core (wall time minus its
+// CPU time, waits at barriers excluded, plus, for a worker, the delay before
+// it started). Planned imbalance (a thread with less work waiting at a
+// barrier) is not a loss. After kStallsToShrink stalled regions (net of clean
+// ones) regions run on their caller alone for kShrinkNs, doubled up to
+// kMaxShrinkNs each time the stalls come back within kRecurNs of a solo
+// period's end; then the full team is tried again.
+class StallGuard {
+public:
+    static constexpr int64_t kStallMinNs = 1'000'000;
+    static constexpr int kStallsToShrink = 2;
+    static constexpr int64_t kShrinkNs = 200'000'000;
+    static constexpr int64_t kMaxShrinkNs = 12'800'000'000;
+    static constexpr int64_t kRecurNs = 2'000'000'000;
+
+    bool solo(int64_t now_ns) const { return now_ns < solo_until_; }
+    // A sampled region that ended at now_ns after region_ns, whose threads
+    // lost at most max_lost_ns; true when it starts a solo period.
+    bool note(int64_t now_ns, int64_t region_ns, int64_t max_lost_ns);
+    bool watching() const { return score_ > 0; }
+    uint64_t shrinks() const { return shrinks_; }
+    int64_t solo_until() const { return solo_until_; }
+
+private:
+    int score_ = 0;
+    int64_t solo_until_ = 0;
+    int64_t solo_ns_ = kShrinkNs;
+    uint64_t shrinks_ = 0;
+};
+
 // Forgets the stalls seen so far and ends a solo period (tests).
 void reset_pool_guard();
+
 }  // namespace detail
 
 template <class F>
@@ -96,8 +141,13 @@ void parallel_for(int n_threads, int n, F&& body) {
     });
 }
 
-// Starts pool workers so that a team of n_threads needs no new thread.
+// Starts pool workers so that a team of n_threads needs no new thread. If the
+// system refuses a thread, the pool stays as large as it got (teams are
+// clamped to it).
 void reserve_threads(int n_threads);
+// The team parallel_fixed(n_threads, ...) gets when called from this thread
+// now: 1 inside a region or in a forked child, else n clamped to the pool.
+int fixed_team_size(int n_threads);
 // The largest team a region gets (staticlm::max_threads()).
 int pool_capacity();
 // How many times the pool ran regions on their caller alone because threads

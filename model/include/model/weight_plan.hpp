@@ -4,6 +4,7 @@
 // flags; names come from a TensorNaming. Internal to model/.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -68,8 +69,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& file, const 
 int resolve_threads(int threads);
 
 // The loaders' conversion loop: body(ti, team, scratch) for every task ti in
-// [0, n_tasks), handed out one at a time to n_threads; `scratch` is one
-// Scratch per thread, kept across its tasks. Tasks after a failed one are
+// [0, n_tasks), handed out one at a time to n_threads (at most n_tasks; a
+// fixed team: tasks block on file reads, which is no sign of a busy machine);
+// `scratch` is one Scratch per thread, kept across its tasks. Tasks after a failed one are
 // skipped, earlier ones still run, so the exception rethrown is the first in
 // task order (the first bad tensor in file order, whatever the threads did).
 template <class Scratch, class Body>
@@ -78,7 +80,7 @@ void run_tasks_in_order(int n_threads, long n_tasks, Body body) {
     std::mutex error_mutex;
     std::exception_ptr error;
     kernels::IndexQueue queue(n_tasks);
-    kernels::parallel(n_threads, [&](const kernels::Team& team) {
+    kernels::parallel_fixed(int(std::min<long>(n_threads, n_tasks)), [&](const kernels::Team& team) {
         Scratch scratch{};
         for (long ti; queue.next(ti);) {
             if (ti > first_error_task.load(std::memory_order_relaxed)) continue;
