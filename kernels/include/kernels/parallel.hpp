@@ -3,8 +3,9 @@
 // Why not OpenMP: libgomp's idle workers spin for a long, fixed time (or
 // forever with OMP_WAIT_POLICY=active) before sleeping, so on a shared or
 // oversubscribed machine they take the cores from the threads doing the work
-// (a 2-core machine with a busy neighbour ran decode 10x slower), and its
-// behaviour is set by environment variables read before main(). Here a waiting
+// (with a busy loop on one of 2 cores, 2-thread decode ran at 0.69-0.81x of
+// 1-thread decode), and its behaviour is set by environment variables read
+// before main(). Here a waiting
 // thread spins for a bounded time (kDefaultSpinUs, STATICLM_SPIN_US overrides),
 // yielding its core to other runnable threads, then sleeps on a futex; the
 // thread that ends the wait wakes sleepers only when there are any.
