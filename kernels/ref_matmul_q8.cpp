@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/formats/q4.hpp"
 #include "kernels/ref.hpp"
 
 namespace staticlm::kernels::ref {
@@ -39,6 +40,15 @@ void quantize_row_q8(const float* x, int k, int8_t* q, float* scale) {
 
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale) {
     quantize_row(x, k, q, scale, true);
+}
+
+void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
+    const int k_pad = padded_k(WeightType::q4, k);
+    for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
+        float buf[kQ8Group] = {};
+        for (int i = 0; i < kQ8Group && g0 + i < k; ++i) buf[i] = x[g0 + i];
+        scale[g0 / kQ8Group] = quantize_q4_group(buf, q + g0);
+    }
 }
 
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {

@@ -93,7 +93,8 @@ typedef enum slm_weights {
     SLM_WEIGHTS_Q8 = 0, /* int8, one scale per 32 inputs */
     SLM_WEIGHTS_F16 = 1,
     SLM_WEIGHTS_BF16 = 2,
-    SLM_WEIGHTS_F32 = 3
+    SLM_WEIGHTS_F32 = 3,
+    SLM_WEIGHTS_Q4 = 4 /* 4-bit, one scale per 32 inputs */
 } slm_weights;
 
 typedef struct slm_model_params {
@@ -179,7 +180,7 @@ SLM_API slm_session_params slm_session_default_params(void);
 SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params* params, slm_session** out);
 SLM_API void slm_session_free(slm_session* session);
 
-/* Weight formats by name ("q8", "f16", "bf16", "f32"): the slm_weights value,
+/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4"): the slm_weights value,
  * or -1 for a name that is none; and back ("?" for a value that is none). */
 SLM_API int slm_weights_from_name(const char* name);
 SLM_API const char* slm_weights_name(slm_weights weights);

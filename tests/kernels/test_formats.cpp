@@ -33,7 +33,9 @@ TEST_CASE("weight type names, numbers and traits come from one table") {
     }
     CHECK(int(WeightType::q8) == 0);  // the C API's SLM_WEIGHTS_* numbers
     CHECK(int(WeightType::f32) == 3);
-    CHECK_FALSE(parse_weight_type("q4").has_value());
+    CHECK(int(WeightType::q4) == 4);
+    CHECK(parse_weight_type("q4") == WeightType::q4);
+    CHECK_FALSE(parse_weight_type("q5").has_value());
     CHECK_FALSE(parse_weight_type("").has_value());
     CHECK_FALSE(parse_weight_type("Q8").has_value());
     CHECK_FALSE(weight_type_from_id(-1).has_value());
@@ -41,7 +43,9 @@ TEST_CASE("weight type names, numbers and traits come from one table") {
     CHECK(std::string(weight_type_name(WeightType(200))) == "?");
     CHECK_THROWS_AS(weight_type_info(WeightType(200)), Error);
     CHECK_THROWS_AS(packed_bytes(WeightType(200), 16, 32), Error);
-    CHECK(weight_type_choices() == "q8, f16, bf16 or f32");
+    CHECK(weight_type_choices() == "q8, f16, bf16, f32 or q4");
+    CHECK(weight_type_info(WeightType::q4).math == WeightMath::int8);
+    CHECK(weight_type_info(WeightType::q4).bytes_per_weight == 0.5625);  // 4.5 bits
     CHECK(weight_type_info(WeightType::q8).math == WeightMath::int8);
     CHECK(weight_type_info(WeightType::f32).exact);
     CHECK_FALSE(weight_type_info(WeightType::f16).exact);

@@ -17,6 +17,10 @@ void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
 // The weight variant: scales rounded to IEEE half first (see formats/q8.hpp), q
 // computed with the rounded scale; scale[] holds the rounded values as floats.
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
+// q4 weights (kernels/formats/q4.hpp): quantize_q4_group per group of 32 (k
+// padded with zeros); q in [-8, 7], scale[] the half values as floats. A q4
+// matmul is matmul_q8 of these q and scales.
+void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // y[m][n] = x[m][k] · Wᵀ with W given quantized and row-major: wq [n][k_pad],

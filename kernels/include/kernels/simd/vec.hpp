@@ -15,7 +15,13 @@
 //  - dot4(acc, w, x): lane l gets acc + Σ_{e<4} w[4l+e]·x[e], exact int32, w
 //    the biased weight bytes (stored value + 128), x four signed bytes. With
 //    kDotBiased the bytes are multiplied as stored, so the caller starts acc at
-//    -128·Σx; without it the bias is removed first and acc starts at 0.
+//    -128·Σx; without it the bias is removed first and acc starts at 0;
+//  - load_q4(p, lo, hi): the q4 nibble pairs n = q + 8 of one load_q's bytes
+//    as two dot4 operands, and q4_dot(acc) the group's Σ q·x from the int32
+//    sum of their dot4 steps (acc started as for q8). With the biased dot4
+//    the operands are the bytes 16·n (2 ops each, where n + 120 takes 3),
+//    which dot4 reads as 16·q + 128, so the sum is 16·Σ q·x and q4_dot shifts
+//    it back (exact: a multiple of 16); plain AVX2 uses n + 120 = q + 128.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +94,7 @@ inline bool any_nan(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 
 inline I iset1(int32_t v) { return _mm512_set1_epi32(v); }
 inline I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+inline I q4_dot(I acc) { return _mm512_srai_epi32(acc, 4); }
 inline int32_t ihsum(I v) { return _mm512_reduce_add_epi32(v); }
 inline F to_float(I v) { return _mm512_cvtepi32_ps(v); }
 inline I to_int(F v) { return _mm512_cvtps_epi32(v); }
@@ -97,6 +104,11 @@ inline void store_bytes(void* p, I v) {
 }
 
 inline Q load_q(const uint8_t* p) { return _mm512_loadu_si512(p); }
+inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(char(0xf0));
+    lo = _mm512_and_si512(_mm512_slli_epi16(v, 4), m);
+    hi = _mm512_and_si512(v, m);
+}
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -230,6 +242,25 @@ inline void store_bytes(void* p, I v) {
 inline Q load_q(const uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i m = _mm256_set1_epi8(char(0xf0));
+    lo = _mm256_and_si256(_mm256_slli_epi16(v, 4), m);
+    hi = _mm256_and_si256(v, m);
+}
+inline I q4_dot(I acc) { return _mm256_srai_epi32(acc, 4); }
+#else
+// maddubs' sign trick cannot negate 16·(-8) = -128: here the operands are
+// nibble + 120 = q + 128, q8's own encoding, and the dot needs no shift.
+inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i m = _mm256_set1_epi8(0x0f), b = _mm256_set1_epi8(120);
+    lo = _mm256_add_epi8(_mm256_and_si256(v, m), b);
+    hi = _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), b);
+}
+inline I q4_dot(I acc) { return acc; }
+#endif
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -366,6 +397,16 @@ inline Q load_q(const uint8_t* p) {
     Q q;
     std::memcpy(q.b, p, sizeof(q.b));
     return q;
+}
+inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        lo.b[i] = uint8_t(p[i] << 4);
+        hi.b[i] = uint8_t(p[i] & 0xf0);
+    }
+}
+inline I q4_dot(I acc) {
+    for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 4;  // arithmetic: exact on multiples of 16
+    return acc;
 }
 inline X4 bcast4(const int8_t* p) {
     X4 x;

@@ -1,0 +1,173 @@
+// The q4 format's entry: 4-bit weights in 16-row panels of Q4Blocks (layout in
+// kernels/formats/q4.hpp), the scale search of the weight quantizer, and the
+// exact repacking of already-quantized rows (GGUF Q4_0).
+#include "kernels/formats/q4.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "kernels/formats/format.hpp"
+#include "kernels/formats/q8.hpp"
+#include "staticlm/error.hpp"
+
+namespace staticlm::kernels {
+
+namespace {
+
+size_t panel_size(int k) { return size_t(q8_groups(k)) * sizeof(Q4Block); }
+
+size_t matrix_size(int n, int k) {
+    if (k < 1)
+        throw Error(ErrorKind::input, "q4 matrix needs k >= 1, got n=" + std::to_string(n) +
+                                          " k=" + std::to_string(k));
+    return detail::panels(n) * panel_size(k);
+}
+
+size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+
+// Nibble of row r, k = j (0..31) in a block, as the signed value.
+int block_q(const Q4Block& b, int r, int j) {
+    const int t = j / 8, quad = (j % 8) / 4, c = j % 4;
+    const uint8_t byte = b.q[t][r][c];
+    return int(quad == 0 ? byte & 15 : byte >> 4) - 8;
+}
+
+void set_block_q(Q4Block& b, int r, int j, int q) {
+    const int t = j / 8, quad = (j % 8) / 4, c = j % 4;
+    uint8_t& byte = b.q[t][r][c];
+    const auto nib = uint8_t(q + 8);
+    byte = quad == 0 ? uint8_t((byte & 0xF0) | nib) : uint8_t((byte & 0x0F) | (nib << 4));
+}
+
+void read_row(const PackedMatrix& w, int row, float scale, float* out) {
+    detail::check_row(w, row);
+    const int p = row / kPanelRows, r = row % kPanelRows;
+    const auto* blocks = reinterpret_cast<const Q4Block*>(w.data + size_t(p) * panel_size(w.k));
+    for (int i = 0; i < w.k; ++i) {
+        const Q4Block& b = blocks[i / kQ8Group];
+        uint16_t s16;
+        std::memcpy(&s16, &b.scale[r], 2);
+        out[i] = float(block_q(b, r, i % kQ8Group)) * f16_to_f32(s16) * scale;
+    }
+}
+
+// The value a half holds nearest to s (finite: capped at ±65504).
+float half_of(float s) { return f16_to_f32(f32_to_f16(std::clamp(s, -65504.0f, 65504.0f))); }
+
+// round(v) half away from zero, clamped to [-8, 7] (v finite). Clamping to
+// [-8.5, 7.5] first keeps the conversion in range and gives the same result;
+// no libm call (std::round is one without SSE4.1's help).
+inline int round_q4(float v) {
+    v = std::min(std::max(v, -8.5f), 7.5f);
+    int t = int(v);  // toward zero
+    const float frac = v - float(t);
+    t += int(frac >= 0.5f) - int(frac <= -0.5f);
+    return std::min(std::max(t, -8), 7);
+}
+
+// Divisors d of the search: the largest |x| rounds to about d.
+constexpr float kDivisors[] = {-7.0f, -7.25f, -7.5f, -7.75f, -8.0f, -8.25f, -8.5f, -8.75f, -9.0f, -9.5f};
+
+}  // namespace
+
+float quantize_q4_group(const float* x, int8_t* q) {
+    constexpr int G = kQ8Group;
+    std::memset(q, 0, G);
+    float amax = 0.0f, mx = 0.0f;
+    double sum2 = 0.0;
+    for (int i = 0; i < G; ++i) {
+        if (!std::isfinite(x[i])) return 0.0f;
+        if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), mx = x[i];
+        sum2 += double(x[i]) * double(x[i]);
+    }
+    if (amax == 0.0f) return 0.0f;
+    // Weights w and w·x; sums in 4 interleaved parts (a fixed order: the
+    // same bits on every target), which keeps the add chains short.
+    double w[G], wx[G];
+    double sxx = 0.0;
+    for (int i = 0; i < G; ++i) {
+        w[i] = double(x[i]) * double(x[i]) + sum2 / G;
+        wx[i] = w[i] * double(x[i]);
+        sxx += wx[i] * double(x[i]);
+    }
+    // Σ w (x - s q)² = sxx - 2 s sxq + s² sqq for the q of a candidate.
+    float best = half_of(mx / -8.0f);  // round to nearest: the baseline
+    double best_err = std::numeric_limits<double>::infinity();
+    auto consider = [&](float s, bool least_squares) {
+        if (s == 0.0f) return;
+        const float inv = 1.0f / s;
+        double xq[4] = {}, qq[4] = {};
+        for (int i = 0; i < G; i += 4)
+            for (int u = 0; u < 4; ++u) {
+                const double qi = round_q4(x[i + u] * inv);
+                xq[u] += wx[i + u] * qi;
+                qq[u] += w[i + u] * qi * qi;
+            }
+        const double sxq = (xq[0] + xq[1]) + (xq[2] + xq[3]), sqq = (qq[0] + qq[1]) + (qq[2] + qq[3]);
+        if (sqq == 0.0) return;
+        const float sh = least_squares ? half_of(float(sxq / sqq)) : s;
+        const double err = sxx - 2.0 * double(sh) * sxq + double(sh) * double(sh) * sqq;
+        if (sh != 0.0f && err < best_err) best_err = err, best = sh;
+    };
+    consider(best, false);
+    for (float d : kDivisors) consider(mx / d, true);
+    if (best == 0.0f) return 0.0f;
+    for (int i = 0; i < G; ++i) q[i] = int8_t(round_q4(x[i] / best));
+    return best;
+}
+
+const FormatInfo formats::q4 = {
+    .traits = {WeightType::q4, "q4", WeightMath::int8, false,
+               double(sizeof(Q4Block)) / (kPanelRows * kQ8Group)},
+    .k_align = kQ8Group,
+    .panel_bytes = panel_size,
+    .packed_bytes = matrix_size,
+    .scratch_bytes = scratch_size,
+    .unpack_row = read_row,
+};
+
+void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
+    packed_bytes(WeightType::q4, n, k);  // checks the shape
+    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
+        (n1 % kPanelRows != 0 && n1 != n))
+        throw Error(ErrorKind::input, "pack_q4_quants: k = " + std::to_string(k) + " or row range [" +
+                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                                          std::to_string(n) + " rows is not whole groups and panels");
+    const int groups = k / kQ8Group;
+    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+        auto* blocks = reinterpret_cast<Q4Block*>(dst + size_t(p0 / kPanelRows) * panel_size(k));
+        const int rows = std::min(kPanelRows, n1 - p0);
+        for (int g = 0; g < groups; ++g) {
+            Q4Block& b = blocks[g];
+            std::memset(b.q, 0x88, sizeof b.q);  // rows past n: weight 0, scale 0
+            std::memset(b.scale, 0, sizeof b.scale);
+            for (int r = 0; r < rows; ++r) {
+                const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
+                for (int j = 0; j < kQ8Group; ++j) {
+                    if (src[j] < -8 || src[j] > 7)
+                        throw Error(ErrorKind::input, "pack_q4_quants: value " + std::to_string(src[j]) +
+                                                          " of row " + std::to_string(p0 - n0 + r) +
+                                                          " is outside [-8, 7]");
+                    set_block_q(b, r, j, src[j]);
+                }
+                std::memcpy(&b.scale[r], scales + size_t(p0 - n0 + r) * size_t(groups) + size_t(g), 2);
+            }
+        }
+    }
+}
+
+namespace detail {
+
+void store_q4_group(std::byte* block, int r, const int8_t* q, float scale) {
+    auto& b = *reinterpret_cast<Q4Block*>(block);
+    for (int j = 0; j < kQ8Group; ++j) set_block_q(b, r, j, q[j]);
+    const uint16_t h = f32_to_f16(scale);  // exact: a half already
+    std::memcpy(&b.scale[r], &h, 2);
+}
+
+}  // namespace detail
+
+}  // namespace staticlm::kernels
