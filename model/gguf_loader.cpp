@@ -2,7 +2,8 @@
 // the metadata, the shared weight plan names every tensor (gguf_tensor_name),
 // and each matrix is dequantized by row chunks into per-thread scratch and
 // packed to the chosen weight type in parallel (never a whole-file f32 copy);
-// into q8, Q8_0/Q5_0/Q4_0 blocks keep their quants and scales exactly.
+// into q8, Q8_0/Q5_0/Q4_0 blocks keep their quants and scales exactly (Q4_0
+// into q4 as well).
 // The tokenizer is built from the tokenizer.ggml.* keys on a thread of its
 // own meanwhile.
 #include <algorithm>
@@ -195,10 +196,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const bool interleaved =
             family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
         const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
-        // Q8_0/Q5_0/Q4_0 into q8: the quants and scales as they are.
-        const bool direct = type == WeightType::q8 && e.k % kernels::kQ8Group == 0 &&
-                            (t.type == kernels::GgmlType::q8_0 || t.type == kernels::GgmlType::q5_0 ||
-                             t.type == kernels::GgmlType::q4_0);
+        // Q8_0/Q5_0/Q4_0 into q8 and Q4_0 into q4: the quants and scales as they are.
+        const WeightType type = e.matrix->type;
+        const bool direct = e.k % kernels::kQ8Group == 0 &&
+                            ((type == WeightType::q8 && (t.type == kernels::GgmlType::q8_0 ||
+                                                         t.type == kernels::GgmlType::q5_0 ||
+                                                         t.type == kernels::GgmlType::q4_0)) ||
+                             (type == WeightType::q4 && t.type == kernels::GgmlType::q4_0));
         // ~128 KiB of f32 at a time: packed from L2 right after decoding.
         const size_t row_floats = size_t(e.k);
         const int step = std::max<int>(
@@ -233,7 +237,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                         throw_non_finite(t, g * e.k + bad);
                 }
             }
-            if (direct)
+            if (direct && type == WeightType::q4)
+                kernels::pack_q4_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
+            else if (direct)
                 kernels::pack_q8_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
             else
                 kernels::pack_weight_rows(type, SrcType::f32, buf.f32.data(), e.n, e.k, r0, r1,

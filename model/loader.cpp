@@ -269,7 +269,7 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
     std::vector<size_t> panel_stride(plan.size(), 0);
     for (size_t i = 0; i < plan.size(); ++i)
         if (plan[i].kind == WeightEntry::Kind::matrix)
-            panel_stride[i] = kernels::packed_bytes(type, 64 * kernels::kPanelRows, plan[i].k) / 64;
+            panel_stride[i] = kernels::packed_bytes(plan[i].matrix->type, 64 * kernels::kPanelRows, plan[i].k) / 64;
 
     // Source rows read from the file, per thread.
     using Scratch = std::vector<std::byte>;
@@ -296,7 +296,7 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
             }
             const int64_t bad = first_non_finite(st, rows, 0, uint64_t(r1 - r0) * uint64_t(e.k));
             if (bad >= 0) throw_non_finite(t, bad + int64_t(r0) * e.k);
-            kernels::pack_weights(type, st, rows, r1 - r0, e.k, 0, r1 - r0,
+            kernels::pack_weights(e.matrix->type, st, rows, r1 - r0, e.k, 0, r1 - r0,
                                   e.matrix->data + size_t(r0 / kernels::kPanelRows) *
                                                        panel_stride[task.entry]);
         }

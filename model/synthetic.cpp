@@ -126,7 +126,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
     for (size_t i = 0; i < plan.size(); ++i) {
         const WeightEntry& e = plan[i];
         if (e.kind != WeightEntry::Kind::matrix) continue;
-        const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
+        const size_t panel = kernels::packed_bytes(e.matrix->type, kernels::kPanelRows, e.k);
         const size_t n_panels = size_t(e.n + kernels::kPanelRows - 1) / kernels::kPanelRows;
         if (panel * n_panels != e.bytes)
             throw Error(ErrorKind::model, "packed layout of " + e.name + " is not panel-major");
@@ -138,13 +138,13 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
         const Task& task = tasks[size_t(ti)];
         const WeightEntry& e = plan[task.entry];
         buf.resize(size_t(kernels::kPanelRows) * size_t(e.k));
-        const size_t panel = kernels::packed_bytes(weights, kernels::kPanelRows, e.k);
+        const size_t panel = kernels::packed_bytes(e.matrix->type, kernels::kPanelRows, e.k);
         for (int p0 = task.n0; p0 < task.n1; p0 += kernels::kPanelRows) {
             const int rows = std::min(kernels::kPanelRows, task.n1 - p0);
             for (int r = 0; r < rows; ++r)
                 fill_row(seed, task.entry, p0 + r, e.k, buf.data() + size_t(r) * size_t(e.k));
             std::byte* dst = e.matrix->data + size_t(p0 / kernels::kPanelRows) * panel;
-            kernels::pack_weights(weights, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
+            kernels::pack_weights(e.matrix->type, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
         }
     });
     detail::finish_weights(*model, std::move(plan));

@@ -105,11 +105,16 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
     return out;
 }
 
+WeightType matrix_type(WeightRole role, WeightType type) {
+    const bool vocab = role == WeightRole::embed || role == WeightRole::lm_head;
+    return type == WeightType::q4 && vocab ? WeightType::q8 : type;
+}
+
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
     size_t total = 0;
     for (WeightEntry& e : plan) {
         if (e.kind == WeightEntry::Kind::scalar) continue;
-        e.bytes = e.kind == WeightEntry::Kind::matrix ? kernels::packed_bytes(type, e.n, e.k)
+        e.bytes = e.kind == WeightEntry::Kind::matrix ? kernels::packed_bytes(matrix_type(e.role, type), e.n, e.k)
                                                       : size_t(e.n) * sizeof(float);
         e.offset = total;
         total = align64(total + e.bytes);
@@ -117,7 +122,7 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
     Buffer arena(total);
     for (WeightEntry& e : plan) {
         if (e.kind == WeightEntry::Kind::matrix) {
-            e.matrix->type = type;
+            e.matrix->type = matrix_type(e.role, type);
             e.matrix->n = e.n;
             e.matrix->k = e.k;
             e.matrix->data = arena.data() ? arena.data() + e.offset : nullptr;

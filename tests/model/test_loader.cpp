@@ -10,6 +10,7 @@
 #include "model/safetensors.hpp"
 #include "model/synthetic.hpp"
 #include "model/weight_plan.hpp"
+#include "kernels/ref.hpp"
 #include "staticlm/error.hpp"
 #include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
@@ -151,6 +152,35 @@ TEST_CASE("loader: untied lm_head, F16/BF16 sources, all weight types, sharded")
         if (packing_available() && wt != WeightType::q8) {  // values are exact in f16 and bf16
             check_unpacks(w.lm_head, t.values.at("lm_head.weight"), "lm_head");
             check_unpacks(w.layers[0].up, t.values.at("model.layers.0.mlp.up_proj.weight"), "up0");
+        }
+    }
+    // q4: the vocabulary matrices stay q8, every other matrix is q4 with the
+    // values of the reference quantizer applied to the source rows.
+    LoadOptions o = f32_options();
+    o.weights = WeightType::q4;
+    const auto m = Model::load(d.path, o);
+    const ModelWeights& w = m->weights();
+    CHECK(m->weight_type() == WeightType::q4);
+    CHECK(w.embed.type == WeightType::q8);
+    CHECK(w.lm_head.type == WeightType::q8);
+    CHECK(detail::matrix_type(WeightRole::embed, WeightType::q4) == WeightType::q8);
+    CHECK(detail::matrix_type(WeightRole::embed, WeightType::f16) == WeightType::f16);
+    CHECK(detail::matrix_type(WeightRole::gate, WeightType::q4) == WeightType::q4);
+    for (const PackedMatrix* pm : {&w.layers[0].q, &w.layers[1].down, &w.layers[0].up}) {
+        CHECK(pm->type == WeightType::q4);
+        CHECK(pm->bytes == kernels::packed_bytes(WeightType::q4, pm->n, pm->k));
+    }
+    if (packing_available()) {
+        const std::vector<float>& src = t.values.at("model.layers.0.self_attn.q_proj.weight");
+        const PackedMatrix& q = w.layers[0].q;
+        const int kp = kernels::padded_k(WeightType::q4, q.k);
+        std::vector<int8_t> qv(static_cast<size_t>(kp));
+        std::vector<float> sc(static_cast<size_t>(kp / kernels::kQ8Group)), row(static_cast<size_t>(q.k));
+        for (int r = 0; r < q.n; ++r) {
+            kernels::ref::quantize_weight_row_q4(src.data() + size_t(r) * size_t(q.k), q.k, qv.data(), sc.data());
+            kernels::unpack_row(q, r, 1.0f, row.data());
+            for (int i = 0; i < q.k; ++i)
+                REQUIRE(row[size_t(i)] == float(qv[size_t(i)]) * sc[size_t(i / kernels::kQ8Group)]);
         }
     }
 }

@@ -69,7 +69,7 @@ TEST_CASE("stories260K: last-position logits of 'Once upon a time' match referen
         double max_peir;
     };
     for (Row row : {Row{WeightType::f32, 1e-4}, Row{WeightType::f16, 1e-3}, Row{WeightType::bf16, 1e-2},
-                    Row{WeightType::q8, 1e-2}}) {
+                    Row{WeightType::q8, 1e-2}, Row{WeightType::q4, 0.1}}) {
         auto model = load_stories(row.w);
         CHECK(model->tokenizer()->encode("Once upon a time", true) == ids);
         Session s(model, SessionOptions{.max_seq = 64, .prefill_buckets = {8}, .append_buckets = {4}, .kv = KvType::f32, .threads = 2});

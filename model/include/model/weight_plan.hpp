@@ -39,8 +39,15 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
 // on purpose (the K/V projections and k_norm of KV-sharing layers).
 std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNaming& names);
 
+// The format a matrix of this role gets when the model's weights are `type`:
+// q4 keeps the token embedding and the output head in q8 (a 4-bit vocabulary
+// matrix costs Gemma 3 270M 13% perplexity, docs/FORMATS.md), as llama.cpp
+// keeps its output head at 6 bits in its 4-bit files; otherwise `type`.
+WeightType matrix_type(WeightRole role, WeightType type);
+
 // Assigns 64-byte aligned offsets, allocates the arena, and points every
-// entry's destination into it (matrices get type/n/k/data/bytes).
+// entry's destination into it (matrices get type/n/k/data/bytes, the type
+// from matrix_type).
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type);
 
 // Points lm_head at embed when the config is tied and keeps the plan in the
