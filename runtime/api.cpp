@@ -56,6 +56,21 @@ double model_matmul_bytes(const Model& model) {
     return n;
 }
 
+std::vector<WeightTypeUsage> model_weight_usage(const Model& model) {
+    std::vector<WeightTypeUsage> out;
+    for (WeightType t : weight_types()) {
+        WeightTypeUsage u{t};
+        for (const WeightEntry& e : model.plan())
+            if (e.kind == WeightEntry::Kind::matrix && e.matrix->type == t) {
+                ++u.matrices;
+                u.weights += double(e.n) * double(e.k);
+                u.bytes += double(e.matrix->bytes);
+            }
+        if (u.matrices > 0) out.push_back(u);
+    }
+    return out;
+}
+
 std::string kernel_target_name() { return kernels::target_name(kernels::best_target()); }
 
 }  // namespace staticlm

@@ -43,6 +43,16 @@ double model_load_seconds(const Model& model);
 // the output head included), and the packed bytes those matmuls read.
 double model_matmul_params(const Model& model);
 double model_matmul_bytes(const Model& model);
+// The model's matrices by weight format, in format order (only formats it
+// uses): how many, their weights (rows × columns, padding excluded) and the
+// bytes they take in memory. A tied head is counted once.
+struct WeightTypeUsage {
+    WeightType type;
+    int matrices = 0;
+    double weights = 0;
+    double bytes = 0;
+};
+std::vector<WeightTypeUsage> model_weight_usage(const Model& model);
 
 // The kernel target chosen for this CPU (e.g. "avx512-vnni").
 std::string kernel_target_name();

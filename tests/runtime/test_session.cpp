@@ -9,6 +9,7 @@
 #include "model/model.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/metrics.hpp"
+#include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
 
@@ -198,4 +199,25 @@ TEST_CASE("rewind then re-appending the same tokens gives the same logits") {
         const std::span<const float> again = s.append(std::span<const int>(ids.data() + 20, 10));
         CHECK(std::equal(before.begin(), before.end(), again.begin()));
     }
+}
+
+TEST_CASE("model_weight_usage: matrices, weights and bytes per format (q4 keeps the vocabulary in q8)") {
+    // llama-gqa-llama3: hidden 72, 2 layers of 4 heads (2 kv) of 16, ffn 136,
+    // vocab 320, untied head.
+    auto m = load(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q4);
+    const std::vector<WeightTypeUsage> u = model_weight_usage(*m);
+    REQUIRE(u.size() == 2);  // format order: q8, then q4
+    CHECK(u[0].type == WeightType::q8);
+    CHECK(u[0].matrices == 2);
+    CHECK(u[0].weights == 2.0 * 320 * 72);
+    // q8: 544 bytes per 16 rows × 32 k; 72 pads to 96 k.
+    CHECK(u[0].bytes == 2.0 * (320 / 16) * 3 * 544);
+    CHECK(u[1].type == WeightType::q4);
+    CHECK(u[1].matrices == 2 * 7);
+    const double per_layer = 64.0 * 72 + 2 * 32.0 * 72 + 72.0 * 64 + 3 * 136.0 * 72;
+    CHECK(u[1].weights == 2 * per_layer);
+    // q4: 288 bytes per 16 rows × 32 k. q, o: 4 panels; k, v: 2; gate, up: 9
+    // panels × 3 groups; o has k 64 (2 groups), down k 136 (5 groups), 5 panels.
+    const double panels = (4 * 3 + 2 * 3 + 2 * 3 + 5 * 2 + 9 * 3 * 2 + 5 * 5) * 288.0;
+    CHECK(u[1].bytes == 2 * panels);
 }

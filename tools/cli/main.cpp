@@ -214,6 +214,10 @@ int cmd_info(const Args& a) {
     std::printf("context      %d (max_position_embeddings)\n", c.max_position);
     std::printf("weights      %s, %.1f MiB\n", weight_type_name(model_weight_type(*model)),
                 model_weight_bytes(*model) / 1048576.0);
+    for (const WeightTypeUsage& u : model_weight_usage(*model))
+        std::printf("  %-10s %d matrices, %.1fM weights, %.1f MiB, %.4f bytes/weight\n",
+                    weight_type_name(u.type), u.matrices, u.weights / 1e6, u.bytes / 1048576.0,
+                    u.bytes / u.weights);
     std::printf("load         %.3f s\n", model_load_seconds(*model));
     std::printf("kv cache     %s, max_seq %d, %.1f MiB (%.1f KiB per token)\n", kv_type_name(so.kv), so.max_seq,
                 session.cache_bytes() / 1048576.0, session.cache_bytes_per_token() / 1024.0);
