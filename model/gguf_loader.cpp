@@ -25,6 +25,20 @@ namespace staticlm::detail {
 
 namespace {
 
+// --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
+// Q8_0 and Q4_0; every other quantized type fits in q8's 8 bits, Q5_0
+// exactly).
+WeightType native_weight_type(kernels::GgmlType t) {
+    switch (t) {
+        case kernels::GgmlType::f32: return WeightType::f32;
+        case kernels::GgmlType::f16: return WeightType::f16;
+        case kernels::GgmlType::bf16: return WeightType::bf16;
+        case kernels::GgmlType::q4_0: return WeightType::q4;
+        default: return WeightType::q8;
+    }
+}
+
+
 const FamilyDescriptor& gguf_family(const GgufFile& f) {
     const std::string_view arch = f.get_string("general.architecture");
     std::string known;
@@ -155,7 +169,12 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
 
     const WeightType type = options.weights;
     model->weight_type_ = type;
-    model->arena_ = layout_arena(plan, type);
+    model->native_weights_ = options.native_weights;
+    std::vector<WeightType> native(plan.size(), type);
+    if (options.native_weights)
+        for (size_t i = 0; i < plan.size(); ++i)
+            if (plan[i].kind == WeightEntry::Kind::matrix) native[i] = native_weight_type(src[i]->type);
+    model->arena_ = layout_arena(plan, type, options.native_weights ? &native : nullptr);
     uint64_t small_bytes = 0;
     for (size_t i = 0; i < plan.size(); ++i) {
         const WeightEntry& e = plan[i];

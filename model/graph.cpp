@@ -45,7 +45,7 @@ struct Carver {
 
 }  // namespace
 
-Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_threads,
+Workspace::Workspace(const ModelConfig& c, std::span<const WeightType> weights, int q_max, int n_threads,
                      bool all_logits)
     : q_max_(q_max) {
     const Dims d = max_dims(c);
@@ -60,7 +60,8 @@ Workspace::Workspace(const ModelConfig& c, WeightType weights, int q_max, int n_
     // Largest matmul scratch over the matrices a block multiplies (K = input width).
     size_t mm = 0;
     for (int k : {c.hidden, d.nh_max, d.ffn_max, c.per_layer_dim})
-        if (k > 0) mm = std::max(mm, kernels::matmul_scratch_bytes(weights, q_max, k));
+        for (WeightType w : weights)
+            if (k > 0) mm = std::max(mm, kernels::matmul_scratch_bytes(w, q_max, k));
     const size_t att = kernels::attention_scratch_bytes(q_max, d.heads_max, d.hd_max, n_threads);
 
     auto carve = [&](Carver& cv) {
@@ -95,6 +96,18 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelConfig& config) {
 }
 
 namespace {
+
+// The fused matmul of products that read the same rows, or one call per
+// product when --weights native left them in different formats.
+void matmul_fused(const kernels::KernelTable& kt, const kernels::MatmulOut* outs, int n, const float* x,
+                  size_t ldx, int m, std::byte* scratch, int n_threads) {
+    for (int i = 1; i < n; ++i)
+        if (outs[i].w->type != outs[0].w->type) {
+            for (int j = 0; j < n; ++j) kernels::matmul_many(kt, outs + j, 1, x, ldx, m, scratch, n_threads);
+            return;
+        }
+    kernels::matmul_many(kt, outs, n, x, ldx, m, scratch, n_threads);
+}
 
 // Gemma 4 per-layer inputs: PLI[t][L][D] = (RMSNorm((X0·Wpmpᵀ)·H^-½) + Epl[ids]·√D) · 2^-½.
 void per_layer_inputs(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
@@ -214,7 +227,7 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
     // one parallel region); layers that reuse another layer's K/V project q only.
     const kernels::MatmulOut qkv[3] = {{&lw.q, ws.q, ldq}, {&lw.k, ws.k, ldkv}, {&lw.v, ws.v, ldkv}};
     const int n_proj = !owns ? 1 : lc.k_eq_v ? 2 : 3;
-    kernels::matmul_many(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
+    matmul_fused(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
     kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
     if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
@@ -269,7 +282,7 @@ void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.ffn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("ffn_norm", il, ws.xn, t, c.hidden, h);
     const kernels::MatmulOut gate_up[2] = {{&lw.gate, ws.gate, size_t(f)}, {&lw.up, ws.up, size_t(f)}};
-    kernels::matmul_many(kt, gate_up, 2, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
+    matmul_fused(kt, gate_up, 2, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
     const auto act = c.activation == Activation::silu ? kt.silu_mul : kt.gelu_tanh_mul;
     act(ws.gate, ws.up, size_t(t) * size_t(f), ws.gate);
     kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);

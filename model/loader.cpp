@@ -218,7 +218,15 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
     for (const TensorView* t : src) total_bytes += t->bytes;
     const WeightType type = options.weights;
     model.weight_type_ = type;
-    model.arena_ = detail::layout_arena(plan, type);
+    model.native_weights_ = options.native_weights;
+    std::vector<WeightType> native(plan.size(), type);
+    if (options.native_weights)
+        for (size_t i = 0; i < plan.size(); ++i)
+            if (plan[i].kind == WeightEntry::Kind::matrix) {
+                const SrcType st = weight_src_type(*src[i]);
+                native[i] = st == SrcType::f16 ? WeightType::f16 : st == SrcType::bf16 ? WeightType::bf16 : WeightType::f32;
+            }
+    model.arena_ = detail::layout_arena(plan, type, options.native_weights ? &native : nullptr);
 
     // Scalars and vectors: small, converted here.
     uint64_t small_bytes = 0;

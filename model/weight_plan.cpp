@@ -110,11 +110,14 @@ WeightType matrix_type(WeightRole role, WeightType type) {
     return type == WeightType::q4 && vocab ? WeightType::q8 : type;
 }
 
-Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
+Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type, const std::vector<WeightType>* per_entry) {
+    auto type_of = [&](const WeightEntry& e) {
+        return per_entry ? (*per_entry)[size_t(&e - plan.data())] : matrix_type(e.role, type);
+    };
     size_t total = 0;
     for (WeightEntry& e : plan) {
         if (e.kind == WeightEntry::Kind::scalar) continue;
-        e.bytes = e.kind == WeightEntry::Kind::matrix ? kernels::packed_bytes(matrix_type(e.role, type), e.n, e.k)
+        e.bytes = e.kind == WeightEntry::Kind::matrix ? kernels::packed_bytes(type_of(e), e.n, e.k)
                                                       : size_t(e.n) * sizeof(float);
         e.offset = total;
         total = align64(total + e.bytes);
@@ -122,7 +125,7 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
     Buffer arena(total);
     for (WeightEntry& e : plan) {
         if (e.kind == WeightEntry::Kind::matrix) {
-            e.matrix->type = matrix_type(e.role, type);
+            e.matrix->type = type_of(e);
             e.matrix->n = e.n;
             e.matrix->k = e.k;
             e.matrix->data = arena.data() ? arena.data() + e.offset : nullptr;
@@ -136,6 +139,19 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type) {
 
 void finish_weights(Model& model, std::vector<WeightEntry> plan) {
     if (model.config_.tie_embeddings) model.weights_.lm_head = model.weights_.embed;
+    // The formats in use, in format order; the model's type is the one with
+    // the most bytes (the only one unless --weights native or q4).
+    model.matrix_types_.clear();
+    size_t most = 0;
+    for (WeightType t : weight_types()) {
+        size_t bytes = 0;
+        bool used = false;
+        for (const WeightEntry& e : plan)
+            if (e.kind == WeightEntry::Kind::matrix && e.matrix->type == t) bytes += e.matrix->bytes, used = true;
+        if (!used) continue;
+        model.matrix_types_.push_back(t);
+        if (model.native_weights_ && bytes > most) most = bytes, model.weight_type_ = t;
+    }
     model.plan_ = std::move(plan);
 }
 

@@ -31,6 +31,7 @@ const std::vector<std::string>& model_warnings(const Model& model) { return mode
 const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer(); }
 WeightType model_weight_type(const Model& model) { return model.weight_type(); }
 size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
+bool model_native_weights(const Model& model) { return model.native_weights(); }
 double model_load_seconds(const Model& model) { return model.load_seconds(); }
 
 namespace {

@@ -169,8 +169,8 @@ BatchSession::BatchSession(std::shared_ptr<const Model> model, const BatchSessio
         s.caches.reserve(S);
         for (size_t i = 0; i < S; ++i)
             s.caches.emplace_back(specs, so.max_seq, so.kv, so.ring_sliding, q_max);
-        s.ws_prefill = Workspace(c, s.model->weight_type(), q_max, s.threads, false);
-        s.ws_decode = Workspace(c, s.model->weight_type(), options.slots, s.threads, true);
+        s.ws_prefill = Workspace(c, s.model->matrix_types(), q_max, s.threads, false);
+        s.ws_decode = Workspace(c, s.model->matrix_types(), options.slots, s.threads, true);
         s.logits.assign(S * size_t(c.vocab), 0.0f);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::capacity, "out of memory allocating " + std::to_string(S) +

@@ -281,7 +281,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     check_cache_fits(specs, options, q_max);
     try {
         s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
-        s.ws = Workspace(c, s.model->weight_type(), q_max, s.threads, options.all_logits);
+        s.ws = Workspace(c, s.model->matrix_types(), q_max, s.threads, options.all_logits);
         s.last_logits.assign(size_t(c.vocab), 0.0f);
         s.steps.resize(size_t(options.max_seq) + 1);
     } catch (const std::bad_alloc&) {

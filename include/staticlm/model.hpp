@@ -36,7 +36,10 @@ const ModelConfig& model_config(const Model& model);
 // not use, an lm_head that overrides tying), one line each; empty when clean.
 const std::vector<std::string>& model_warnings(const Model& model);
 const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic models
+// The format asked for; with LoadOptions::native_weights the one most bytes
+// are in (model_weight_usage has them all).
 WeightType model_weight_type(const Model& model);
+bool model_native_weights(const Model& model);
 size_t model_weight_bytes(const Model& model);
 double model_load_seconds(const Model& model);
 // Multiply-adds of one token through every matmul (embedding lookups excluded,

@@ -47,6 +47,10 @@ int max_threads();
 
 struct LoadOptions {
     WeightType weights = WeightType::q8;
+    // `--weights native`: each matrix keeps the format nearest the one it is
+    // stored in instead of `weights`: F32, F16, BF16 as they are, GGUF Q8_0 as
+    // q8 and Q4_0 as q4 (bit for bit), other GGUF quantized types as q8.
+    bool native_weights = false;
     int threads = 0;  // 0: the CPUs of this process's affinity set; at most max_threads()
     bool load_tokenizer = true;
     bool prefer_tokenizer_json = false;

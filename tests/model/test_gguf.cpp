@@ -449,38 +449,43 @@ TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weig
                                                      << " ms, total " << ms(t0, t3) << " ms");
 }
 
-TEST_CASE("gguf: Q4_0 tensors load into q4 bit for bit (--weights q4)") {
+TEST_CASE("gguf: Q4_0 tensors load into q4 bit for bit (--weights q4 and native)") {
     // llama-tied.q4_0.gguf: llama-tied.gguf through tools/quality/requant_q4_0.py
     // (gguf-py 0.19.0): Q4_0 matrices, the token embedding Q8_0.
     const fs::path file = kGgufFixtures / "llama-tied.q4_0.gguf";
     const GgufFile f(file);
-    LoadOptions o;
-    o.weights = WeightType::q4;
-    o.threads = 2;
-    o.load_tokenizer = false;
-    const auto m = Model::load(file, o);
-    const ModelWeights& w = m->weights();
-    CHECK(w.embed.type == WeightType::q8);
-    REQUIRE(w.layers.size() == 2);
-    for (int il = 0; il < 2; ++il) {
-        const std::string blk = "blk." + std::to_string(il) + ".";
-        const std::pair<const char*, const PackedMatrix*> mats[] = {
-            {"ffn_gate.weight", &w.layers[size_t(il)].gate}, {"ffn_up.weight", &w.layers[size_t(il)].up},
-            {"ffn_down.weight", &w.layers[size_t(il)].down}, {"attn_output.weight", &w.layers[size_t(il)].o},
-            {"attn_v.weight", &w.layers[size_t(il)].v}};
-        for (const auto& [name, pm] : mats) {
-            INFO(blk << name);
-            const GgufTensor& t = f.tensor(blk + name);
-            REQUIRE(t.type == GgmlType::q4_0);
-            REQUIRE(pm->type == WeightType::q4);
-            const std::vector<float> want = gguf_read_f32(t);
-            std::vector<float> row(static_cast<size_t>(pm->k));
-            size_t bad = 0;
-            for (int r = 0; r < pm->n; ++r) {
-                kernels::unpack_row(*pm, r, 1.0f, row.data());
-                for (int i = 0; i < pm->k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(pm->k) + size_t(i)]);
+    for (const bool native : {false, true}) {
+        CAPTURE(native);
+        LoadOptions o;
+        o.weights = native ? WeightType::f32 : WeightType::q4;  // native ignores it
+        o.native_weights = native;
+        o.threads = 2;
+        o.load_tokenizer = false;
+        const auto m = Model::load(file, o);
+        CHECK(m->weight_type() == WeightType::q4);
+        const ModelWeights& w = m->weights();
+        CHECK(w.embed.type == WeightType::q8);
+        REQUIRE(w.layers.size() == 2);
+        for (int il = 0; il < 2; ++il) {
+            const std::string blk = "blk." + std::to_string(il) + ".";
+            const std::pair<const char*, const PackedMatrix*> mats[] = {
+                {"ffn_gate.weight", &w.layers[size_t(il)].gate}, {"ffn_up.weight", &w.layers[size_t(il)].up},
+                {"ffn_down.weight", &w.layers[size_t(il)].down}, {"attn_output.weight", &w.layers[size_t(il)].o},
+                {"attn_v.weight", &w.layers[size_t(il)].v}};
+            for (const auto& [name, pm] : mats) {
+                INFO(blk << name);
+                const GgufTensor& t = f.tensor(blk + name);
+                REQUIRE(t.type == GgmlType::q4_0);
+                REQUIRE(pm->type == WeightType::q4);
+                const std::vector<float> want = gguf_read_f32(t);
+                std::vector<float> row(static_cast<size_t>(pm->k));
+                size_t bad = 0;
+                for (int r = 0; r < pm->n; ++r) {
+                    kernels::unpack_row(*pm, r, 1.0f, row.data());
+                    for (int i = 0; i < pm->k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(pm->k) + size_t(i)]);
+                }
+                CHECK(bad == 0);
             }
-            CHECK(bad == 0);
         }
     }
 }

@@ -154,6 +154,26 @@ TEST_CASE("loader: untied lm_head, F16/BF16 sources, all weight types, sharded")
             check_unpacks(w.layers[0].up, t.values.at("model.layers.0.mlp.up_proj.weight"), "up0");
         }
     }
+    {
+        // native: each matrix in its stored format, values unchanged.
+        LoadOptions no = f32_options();
+        no.native_weights = true;
+        const auto nm = Model::load(d.path, no);
+        const ModelWeights& nw = nm->weights();
+        CHECK(nm->native_weights());
+        CHECK(nw.lm_head.type == WeightType::bf16);
+        CHECK(nw.layers[0].up.type == WeightType::f16);
+        CHECK(nw.layers[0].gate.type == WeightType::f32);
+        CHECK(nw.layers[1].up.type == WeightType::f32);
+        CHECK(nw.embed.type == WeightType::f32);
+        CHECK(nm->matrix_types() == std::vector<WeightType>{WeightType::f16, WeightType::bf16, WeightType::f32});
+        CHECK(nm->weight_type() == WeightType::f32);  // most bytes
+        if (packing_available()) {
+            check_unpacks(nw.lm_head, t.values.at("lm_head.weight"), "lm_head");
+            check_unpacks(nw.layers[0].up, t.values.at("model.layers.0.mlp.up_proj.weight"), "up0");
+            check_unpacks(nw.layers[0].gate, t.values.at("model.layers.0.mlp.gate_proj.weight"), "gate0");
+        }
+    }
     // q4: the vocabulary matrices stay q8, every other matrix is q4 with the
     // values of the reference quantizer applied to the source rows.
     LoadOptions o = f32_options();

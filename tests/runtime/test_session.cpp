@@ -11,6 +11,7 @@
 #include "staticlm/metrics.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
+#include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
@@ -220,4 +221,50 @@ TEST_CASE("model_weight_usage: matrices, weights and bytes per format (q4 keeps 
     // panels × 3 groups; o has k 64 (2 groups), down k 136 (5 groups), 5 panels.
     const double panels = (4 * 3 + 2 * 3 + 2 * 3 + 5 * 2 + 9 * 3 * 2 + 5 * 5) * 288.0;
     CHECK(u[1].bytes == 2 * panels);
+}
+
+TEST_CASE("--weights native: fused products in different formats give the f32 logits") {
+    // A tiny Llama whose layer-0 q and up projections and head are stored F16
+    // (values exact in it): native keeps them so, which splits the fused q/k/v
+    // and gate/up calls; the f16 kernels multiply the same values in fp32, so
+    // the logits must be those of the all-f32 load up to summation order.
+    // (BF16 would not do: its kernel rounds the activations to bf16 too.)
+    test::TempDir d;
+    test::TinyLlama t;
+    t.lm_head = true;
+    t.build();
+    std::vector<test::RawTensor> ts = t.tensors();
+    for (test::RawTensor& r : ts) {
+        if (r.name == "model.layers.0.self_attn.q_proj.weight" || r.name == "model.layers.0.mlp.up_proj.weight")
+            r = {r.name, "F16", r.shape, test::f16_bytes(t.values.at(r.name))};
+        if (r.name == "lm_head.weight") r = {r.name, "F16", r.shape, test::f16_bytes(t.values.at(r.name))};
+    }
+    test::write_file(d.path / "config.json", t.config_json());
+    test::write_file(d.path / "model.safetensors", test::safetensors_file(ts));
+    LoadOptions lo;
+    lo.load_tokenizer = false;
+    lo.threads = 2;
+    lo.weights = WeightType::f32;
+    auto f32 = Model::load(d.path, lo);
+    lo.native_weights = true;
+    auto native = Model::load(d.path, lo);
+    CHECK(model_native_weights(*native));
+    CHECK(native->weights().layers[0].q.type == WeightType::f16);
+    CHECK(native->weights().layers[0].k.type == WeightType::f32);
+    const std::vector<int> ids = {1, 5, 9, 3, 17, 4, 11};
+    SessionOptions so;
+    so.max_seq = 16;
+    so.prefill_buckets = {8};
+    so.append_buckets = {4};
+    so.kv = KvType::f32;
+    so.threads = 2;
+    Session a(f32, so), b(native, so);
+    const std::span<const float> pa = a.prefill(ids);
+    const std::vector<float> la(pa.begin(), pa.end());
+    const LogitDiff diff = compare_logits(b.prefill(ids), la);
+    CHECK(diff.peir <= 1e-5);
+    CHECK(diff.top1());
+    const std::span<const float> sa = a.decode(7);
+    const std::vector<float> da(sa.begin(), sa.end());
+    CHECK(compare_logits(b.decode(7), da).peir <= 1e-5);
 }

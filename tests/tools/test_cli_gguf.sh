@@ -29,6 +29,20 @@ check "twin: info prints the tensor types" grep -q "^tensors: 20" "$tmp/info.txt
 check "twin: info prints the model" grep -q "^model        llama (llama)" "$tmp/info.txt"
 check "twin: tokenize" test -n "$("$bin" tokenize -m "$twin" "ab")"
 
+q40=$src/tests/fixtures/gguf/llama-tied.q4_0.gguf
+"$bin" info -m "$q40" --weights native >"$tmp/native.txt" 2>&1
+check "q4_0 twin: --weights native exit code" test $? -eq 0
+check "q4_0 twin: native weights" grep -q "^weights      native" "$tmp/native.txt"
+check "q4_0 twin: 14 q4 matrices at 0.5625 bytes/weight" grep -q "^  q4 *14 matrices, .* 0.5625 bytes/weight" "$tmp/native.txt"
+check "q4_0 twin: the Q8_0 embedding as q8" grep -q "^  q8 *1 matrices, .* 1.0625 bytes/weight" "$tmp/native.txt"
+"$bin" generate -m "$q40" -p "ab" -n 4 --temp 0 --weights native >"$tmp/native_gen.txt" 2>&1
+check "q4_0 twin: generate with native weights" test $? -eq 0
+"$bin" bench --synthetic llama-3.2-1b --weights native >"$tmp/syn.txt" 2>&1
+check "native with --synthetic: usage error (exit 2)" test $? -eq 2
+check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
+"$bin" info -m "$q40" --weights q3 >"$tmp/q3.txt" 2>&1
+check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, or native, got 'q3'" "$tmp/q3.txt"
+
 printf 'GGUF\003\000\000\000garbage' >"$tmp/bad.gguf"
 "$bin" generate -m "$tmp/bad.gguf" -p x >"$tmp/bad_out.txt" 2>"$tmp/bad_err.txt"
 check "bad file: exit 1" test $? -eq 1

@@ -27,9 +27,11 @@ const CommandSpec& command_spec(const std::string& name);  // throws UsageError 
 const std::vector<std::string>& command_names();
 
 // The one place a --weights / --kv value becomes a type.
-WeightType parse_weights(const std::string& value, const std::string& flag);
 KvType parse_kv(const std::string& value, const std::string& flag);
+// --weights: a format name, or "native" (q8 here; native_weights_from_args
+// says so, and it needs -m).
 WeightType weight_type_from_args(const Args& a);
+bool native_weights_from_args(const Args& a);
 // --threads N: 0 (all CPUs) .. max_threads(), checked with the flag's name.
 int threads_from_args(const Args& a);
 void check_threads_flag(int threads, const std::string& flag);

@@ -212,7 +212,8 @@ int cmd_info(const Args& a) {
     if (shared) std::printf("kv-shared    %d layers\n", shared);
     if (c.per_layer_dim) std::printf("per-layer    %d\n", c.per_layer_dim);
     std::printf("context      %d (max_position_embeddings)\n", c.max_position);
-    std::printf("weights      %s, %.1f MiB\n", weight_type_name(model_weight_type(*model)),
+    std::printf("weights      %s, %.1f MiB\n",
+                model_native_weights(*model) ? "native" : weight_type_name(model_weight_type(*model)),
                 model_weight_bytes(*model) / 1048576.0);
     for (const WeightTypeUsage& u : model_weight_usage(*model))
         std::printf("  %-10s %d matrices, %.1fM weights, %.1f MiB, %.4f bytes/weight\n",

@@ -140,13 +140,14 @@ int cmd_verify(const Args& a) {
     if (!a.has("model")) throw UsageError("-m/--model DIR is required");
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
+    lo.native_weights = native_weights_from_args(a);
     lo.threads = threads_from_args(a);
     lo.load_tokenizer = false;  // verify feeds ids
     const ReferenceData ref = read_reference(a.str("reference"));
     auto model = load_model(a.str("model"), lo);
     print_model_warnings(*model);
     std::printf("verify %s (%s weights, %s KV) against %s: T=%d, vocab %d, %zu greedy ids\n",
-                a.str("model").c_str(), weight_type_name(lo.weights),
+                a.str("model").c_str(), lo.native_weights ? "native" : weight_type_name(lo.weights),
                 kv_type_name(settings_from_args(a).kv), a.str("reference").c_str(), ref.length(),
                 ref.vocab, ref.greedy_ids.size());
     // Formats that keep the f32 weights exactly get the tight default budget.

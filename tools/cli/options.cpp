@@ -16,19 +16,26 @@
 
 namespace staticlm::cli {
 
-WeightType parse_weights(const std::string& w, const std::string& flag) {
-    // The format table's names, so a new format needs no change here.
-    if (const std::optional<WeightType> t = parse_weight_type(w)) return *t;
-    throw UsageError(flag + " must be " + weight_type_choices() + ", got '" + w + "'");
-}
-
 KvType parse_kv(const std::string& kv, const std::string& flag) {
     for (KvType t : {KvType::f16, KvType::f32})
         if (kv == kv_type_name(t)) return t;
     throw UsageError(flag + " must be f16 or f32, got '" + kv + "'");
 }
 
-WeightType weight_type_from_args(const Args& a) { return parse_weights(a.str("weights", "q8"), a.spelled("weights")); }
+bool native_weights_from_args(const Args& a) { return a.str("weights", "q8") == "native"; }
+
+WeightType weight_type_from_args(const Args& a) {
+    const std::string w = a.str("weights", "q8");
+    if (w != "native") {
+        if (const std::optional<WeightType> t = parse_weight_type(w)) return *t;
+        std::string names;
+        for (WeightType t : weight_types()) names += std::string(weight_type_name(t)) + ", ";
+        throw UsageError(a.spelled("weights") + " must be " + names + "or native, got '" + w + "'");
+    }
+    if (a.has("synthetic") || !a.has("model"))
+        throw UsageError(a.spelled("weights") + " native keeps a file's formats: it needs -m FILE, not --synthetic");
+    return WeightType::q8;  // per matrix: LoadOptions::native_weights
+}
 
 void check_threads_flag(int threads, const std::string& flag) {
     if (threads < 0) throw UsageError(flag + " must be >= 0 (0: all CPUs), got " + std::to_string(threads));
@@ -92,6 +99,7 @@ std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     if (!a.has("model")) throw UsageError("-m/--model DIR is required");
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
+    lo.native_weights = native_weights_from_args(a);
     lo.threads = threads;
     lo.prefer_tokenizer_json = a.has("prefer-json");
     if (isatty(2)) lo.progress = progress_bar;

@@ -5,6 +5,7 @@
 // the largest block; forward() performs no heap allocation.
 #pragma once
 
+#include <span>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,8 +31,9 @@ struct DumpSink {
 class Workspace {
 public:
     Workspace() = default;
-    // all_logits: room for the logits of every row ([q_max][V]), else of one row.
-    Workspace(const ModelConfig& config, WeightType weights, int q_max, int n_threads,
+    // all_logits: room for the logits of every row ([q_max][V]), else of one
+    // row. weights: every format the model's matrices are in (matmul scratch).
+    Workspace(const ModelConfig& config, std::span<const WeightType> weights, int q_max, int n_threads,
               bool all_logits);
 
     int q_max() const { return q_max_; }

@@ -30,7 +30,11 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }
+    // The format asked for (with --weights native: the one most bytes are in).
     WeightType weight_type() const { return weight_type_; }
+    bool native_weights() const { return native_weights_; }
+    // Every format a matrix of this model is in, in format order.
+    const std::vector<WeightType>& matrix_types() const { return matrix_types_; }
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     size_t weight_bytes() const { return arena_.size(); }
     double load_seconds() const { return load_seconds_; }
@@ -48,6 +52,8 @@ public:
     ModelConfig config_;
     ModelWeights weights_;
     WeightType weight_type_ = WeightType::q8;
+    bool native_weights_ = false;
+    std::vector<WeightType> matrix_types_;
     std::unique_ptr<Tokenizer> tokenizer_;
     Buffer arena_;
     double load_seconds_ = 0.0;

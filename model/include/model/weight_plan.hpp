@@ -48,7 +48,10 @@ WeightType matrix_type(WeightRole role, WeightType type);
 // Assigns 64-byte aligned offsets, allocates the arena, and points every
 // entry's destination into it (matrices get type/n/k/data/bytes, the type
 // from matrix_type).
-Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type);
+// With per_entry (one type per plan entry, read for matrices) each matrix
+// gets its own type instead (--weights native).
+Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type,
+                    const std::vector<WeightType>* per_entry = nullptr);
 
 // Points lm_head at embed when the config is tied and keeps the plan in the
 // model (Model::plan()).
