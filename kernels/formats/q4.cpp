@@ -181,12 +181,7 @@ const FormatInfo formats::q4 = {
 };
 
 void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
-    packed_bytes(WeightType::q4, n, k);  // checks the shape
-    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
-        (n1 % kPanelRows != 0 && n1 != n))
-        throw Error(ErrorKind::input, "pack_q4_quants: k = " + std::to_string(k) + " or row range [" +
-                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
-                                          std::to_string(n) + " rows is not whole groups and panels");
+    detail::check_quant_rows("pack_q4_quants", WeightType::q4, n, k, n0, n1);
     const int groups = k / kQ8Group;
     for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
         auto* blocks = reinterpret_cast<Q4Block*>(dst + size_t(p0 / kPanelRows) * panel_size(k));

@@ -53,12 +53,7 @@ const FormatInfo formats::q8 = {
 size_t q8_act_row_bytes(int k) { return q8_act_layout(k).stride; }
 
 void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
-    packed_bytes(WeightType::q8, n, k);  // checks the shape
-    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
-        (n1 % kPanelRows != 0 && n1 != n))
-        throw Error(ErrorKind::input, "pack_q8_quants: k = " + std::to_string(k) + " or row range [" +
-                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
-                                          std::to_string(n) + " rows is not whole groups and panels");
+    detail::check_quant_rows("pack_q8_quants", WeightType::q8, n, k, n0, n1);
     const int groups = k / kQ8Group;
     for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
         auto* blocks = reinterpret_cast<Q8Block*>(dst + size_t(p0 / kPanelRows) * panel_size(k));

@@ -53,6 +53,15 @@ size_t panels(int n) {
     return (size_t(n) + kPanelRows - 1) / kPanelRows;
 }
 
+void check_quant_rows(const char* what, WeightType type, int n, int k, int n0, int n1) {
+    packed_bytes(type, n, k);  // checks the shape
+    if (k % kQ8Group != 0 || n0 < 0 || n1 < n0 || n1 > n || n0 % kPanelRows != 0 ||
+        (n1 % kPanelRows != 0 && n1 != n))
+        throw Error(ErrorKind::input, std::string(what) + ": k = " + std::to_string(k) + " or row range [" +
+                                          std::to_string(n0) + ", " + std::to_string(n1) + ") of " +
+                                          std::to_string(n) + " rows is not whole groups and panels");
+}
+
 void check_row(const PackedMatrix& w, int row) {
     if (row < 0 || row >= w.n)
         throw Error(ErrorKind::input,

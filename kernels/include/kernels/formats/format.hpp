@@ -41,6 +41,9 @@ const FormatInfo& format_info(WeightType type);
 namespace detail {
 size_t panels(int n);  // ceil(n / kPanelRows); throws Error(input) for n < 0
 void check_row(const PackedMatrix& w, int row);  // throws Error(input) when out of range
+// pack_q8_quants/pack_q4_quants: the shape, k whole groups of kQ8Group, rows
+// [n0, n1) whole panels (or ending at n); else Error(input) naming `what`.
+void check_quant_rows(const char* what, WeightType type, int n, int k, int n0, int n1);
 }  // namespace detail
 
 }  // namespace staticlm::kernels
