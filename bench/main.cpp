@@ -106,6 +106,7 @@ void print_ceilings(const Ceilings& c, bool quick) {
     std::printf("  fp32 FMA peak   %8.1f GFLOPS\n", c.fp32_gflops);
     if (c.bf16_gflops > 0) std::printf("  bf16 dot peak   %8.1f GFLOPS\n", c.bf16_gflops);
     else std::printf("  bf16 dot peak        n/a (no AVX512-BF16; bf16 ratios use fp32 peak)\n");
+    if (c.amx_int8_gops > 0) std::printf("  AMX int8 peak   %8.1f GOPS\n", c.amx_int8_gops);
     std::fflush(stdout);
 }
 
@@ -249,6 +250,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("ceiling_int8_gops", fmt("%.1f", g_ceilings.int8_gops));
     benchmark::AddCustomContext("ceiling_fp32_gflops", fmt("%.1f", g_ceilings.fp32_gflops));
     benchmark::AddCustomContext("ceiling_bf16_gflops", fmt("%.1f", g_ceilings.bf16_gflops));
+    benchmark::AddCustomContext("ceiling_amx_int8_gops", fmt("%.1f", g_ceilings.amx_int8_gops));
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

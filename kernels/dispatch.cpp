@@ -3,6 +3,8 @@
 // Which targets are compiled in comes from meson (STATICLM_COMPILED_TARGETS,
 // X(name) per target library); what each needs of the CPU is kTargets below.
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kernels/kernels.hpp"
@@ -10,6 +12,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #if !defined(STATICLM_COMPILED_TARGETS)
@@ -38,6 +44,7 @@ constexpr TargetInfo kTargets[] = {
     {Target::avx2, "avx2", &CpuFeatures::avx2_fma_f16c},
     {Target::avx2_vnni, "avx2-vnni", &CpuFeatures::avx_vnni},
     {Target::avx512, "avx512-vnni", &CpuFeatures::avx512},
+    {Target::avx512_amx, "avx512-amx", &CpuFeatures::amx_int8},
 };
 constexpr bool in_target_order() {
     for (size_t i = 0; i < std::size(kTargets); ++i)
@@ -51,6 +58,8 @@ struct Compiled {
     void (*fill)(KernelTable&, const CpuFeatures&);
 };
 #define X(ns) Compiled{Target::ns, &ns::fill_table},
+// avx512_amx is compiled in only with avx512 (kernels/meson.build), as its
+// table with the AMX matmuls; the other targets are filled without them.
 constexpr Compiled kCompiled[] = {STATICLM_COMPILED_TARGETS};
 #undef X
 #define X(ns) Target::ns,
@@ -64,6 +73,24 @@ bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit) {
     unsigned r[4] = {0, 0, 0, 0};
     if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
     return (r[reg] >> bit) & 1u;
+}
+
+// AMX-TILE and AMX-INT8 in CPUID.(7,0):EDX[24,25]; XTILECFG and XTILEDATA
+// enabled in XCR0 (bits 17, 18); then Linux hands out the 8 KiB tile state
+// only to a process that asks (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA),
+// else the first tile instruction faults. A refusal (old kernel, valgrind)
+// leaves AMX off.
+bool amx_usable() {
+    if (!cpuid_bit(7, 0, 3, 24) || !cpuid_bit(7, 0, 3, 25) || !cpuid_bit(1, 0, 2, 27)) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
 }
 #endif
 
@@ -79,6 +106,8 @@ CpuFeatures detect() {
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    f.amx_int8 = f.avx512 && amx_usable();
+    f.amx_bf16 = f.amx_int8 && cpuid_bit(7, 0, 3, 22);  // CPUID.(7,0):EDX[22]
 #endif
     return f;
 }
@@ -97,7 +126,9 @@ struct Tables {
         const CpuFeatures cpu = cpu_features();
         for (const Compiled& c : kCompiled) {
             if (!runnable(c.target, cpu)) continue;
-            c.fill(by_target[size_t(c.target)], cpu);
+            CpuFeatures own = cpu;
+            if (c.target != Target::avx512_amx) own.amx_int8 = own.amx_bf16 = false;
+            c.fill(by_target[size_t(c.target)], own);
             if (c.target > best) best = c.target;  // Target is ordered by capability
         }
     }
@@ -128,7 +159,32 @@ bool target_supported(Target target) {
     return false;
 }
 
-Target best_target() { return tables().best; }
+namespace {
+
+// STATICLM_KERNELS=<target name>, or the best target.
+Target chosen_target() {
+    const char* want = std::getenv("STATICLM_KERNELS");
+    if (!want || !*want) return tables().best;
+    std::string names;
+    for (const TargetInfo& t : kTargets) {
+        if (std::strcmp(want, t.name) == 0) {
+            if (!target_supported(t.target)) break;
+            return t.target;
+        }
+    }
+    for (Target t : kCompiledTargets)
+        if (runnable(t, cpu_features())) names += std::string(names.empty() ? "" : ", ") + target_name(t);
+    throw Error(ErrorKind::config, std::string("STATICLM_KERNELS=") + want +
+                                       ": not a kernel target this build and CPU run (they are: " +
+                                       names + ")");
+}
+
+}  // namespace
+
+Target best_target() {
+    static const Target t = chosen_target();
+    return t;
+}
 
 const KernelTable& table_for(Target target) {
     if (!target_supported(target))

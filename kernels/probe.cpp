@@ -165,6 +165,9 @@ MachineCeilings measure_ceilings(int threads, bool quick, const std::string& isa
     c.int8_gops = measure_peak(p.int8, iters, p.int8_ops, threads, quick);
     c.fp32_gflops = measure_peak(p.fp32, iters, p.fp32_ops, threads, quick);
     if (p.bf16) c.bf16_gflops = measure_peak(p.bf16, iters, p.bf16_ops, threads, quick);
+    // A tile iteration is 64 times a vector one's work.
+    if (p.amx_int8)
+        c.amx_int8_gops = measure_peak(p.amx_int8, iters / 64, p.amx_int8_ops, threads, quick);
     return c;
 }
 

@@ -2,6 +2,8 @@
 // the best target is one of them.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "kernels/kernels.hpp"
 
 using namespace staticlm::kernels;
@@ -18,6 +20,31 @@ TEST_CASE("the best target is supported and its table is complete") {
         CHECK(bool(kt.attention));
         CHECK(bool(kt.from_f16));
     }
+}
+
+TEST_CASE("avx512-amx exists exactly where the CPU and the OS grant AMX") {
+    const CpuFeatures cpu = cpu_features();
+    if (!cpu.amx_int8) {
+        MESSAGE("skipped: no AMX (or the kernel refused the tile state)");
+        CHECK_FALSE(target_supported(Target::avx512_amx));
+        return;
+    }
+    bool compiled = false;
+    for (Target t : compiled_targets()) compiled |= t == Target::avx512_amx;
+    if (!compiled) {
+        MESSAGE("skipped: this build has no AMX target (the assembler lacks AMX)");
+        return;
+    }
+    REQUIRE(target_supported(Target::avx512_amx));
+    if (!std::getenv("STATICLM_KERNELS")) CHECK(best_target() == Target::avx512_amx);
+    const KernelTable& amx = table_for(Target::avx512_amx);
+    const KernelTable& plain = table_for(Target::avx512);
+    CHECK((amx.matmul_q8 != plain.matmul_q8));
+    CHECK((amx.format(staticlm::WeightType::q4).matmul == plain.format(staticlm::WeightType::q4).matmul));
+    if (cpu.amx_bf16 && cpu.avx512_bf16) CHECK((amx.matmul_bf16 != plain.matmul_bf16));
+    CHECK((amx.peaks.amx_int8 != nullptr));
+    CHECK((plain.peaks.amx_int8 == nullptr));
+    CHECK((amx.matmul_f16 == plain.matmul_f16));
 }
 
 TEST_CASE("f16 and bf16 scalar conversions round to nearest even") {

@@ -1,6 +1,7 @@
 // This machine's ceilings, measured by the running binary: memory read
 // bandwidth over a buffer much larger than the last-level cache, and peak
-// int8 dot (vpdpbusd), fp32 FMA and bf16 dot (vdpbf16ps) throughput.
+// int8 dot (vpdpbusd), fp32 FMA, bf16 dot (vdpbf16ps) and AMX-INT8 tile
+// (tdpbusd) throughput.
 #pragma once
 
 #include <string>
@@ -13,6 +14,7 @@ struct MachineCeilings {
     double int8_gops = 0;             // u8·s8 multiply-adds counted as 2 ops
     double fp32_gflops = 0;           // FMA counted as 2 flops
     double bf16_gflops = 0;           // 0 without AVX512-BF16
+    double amx_int8_gops = 0;         // AMX-INT8 tile dot products; 0 without AMX
     std::string isa;                  // which code path measured them
     int threads = 0;
 };

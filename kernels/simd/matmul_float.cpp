@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "kernels/formats/float.hpp"
+#include "kernels/simd/amx.hpp"
 #include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
 #include "kernels/simd/vec.hpp"
@@ -226,10 +227,10 @@ struct Plan {
     int seg_end[kMaxMatmulOuts] = {};
     int total = 0;
     double macs = 0;
-    Plan(const MatmulOut* outs, int n_outs, int m, size_t panel_bytes) {
+    Plan(const MatmulOut* outs, int n_outs, int m, size_t panel_bytes, int mr = kMR, int np = kNP) {
         for (int i = 0; i < n_outs; ++i) {
             const int n = std::max(0, outs[i].w->n);
-            tl[i] = Tiling(m, n, panel_bytes, kMR, kNP);
+            tl[i] = Tiling(m, n, panel_bytes, mr, np);
             total += tl[i].count();
             seg_end[i] = total;
             macs += double(m) * double(n) * double(outs[i].w->k);
@@ -389,6 +390,160 @@ void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, fl
     const MatmulOut o{&w, y, ldy};
     matmul_many_bf16_dp(&o, 1, x, ldx, m, scratch, n_threads);
 }
+
+#if defined(STATICLM_AMX)
+// ---------------------------------------------------------------------------
+// AMX-BF16 (the avx512_amx table): a bf16 panel, [k/2][16][2], is a column of
+// B tiles as it lies (16 k pairs × 16 outputs × 2 bf16 = 16 rows of 64 bytes),
+// and the bf16 activation rows give A tiles of 16 rows × 32 k, so tdpbf16ps
+// accumulates 16 × 16 fp32 outputs over all of K inside the tiles and each
+// output tile is stored once. Blocks of 16 rows × 2 panels; k steps alternate
+// between two A and two pairs of B tiles so that a load never waits for the
+// product reading the previous one. Where k % 32 == 0 every call runs here,
+// whatever its row count (the scratch has whole blocks of 16 rows, zero past
+// m), so a row's bits never depend on M; other k run on the vdpbf16ps body.
+// Products are those of vdpbf16ps (bf16 pairs, fp32 accumulation, denormals
+// flushed) in the tile unit's summation order.
+// ---------------------------------------------------------------------------
+namespace amx16 {
+
+constexpr int kRows = 16;      // rows of x per tile
+constexpr int kStepK = 32;     // k per tile product
+constexpr size_t kStepBytes = size_t(kStepK) * kPanelRows * 2;  // one B tile
+
+// tmm0, tmm1 = C (panels 0, 1); tmm2, tmm3 = A (even, odd step);
+// tmm4, tmm5 = B of panels 0, 1 (even step); tmm6, tmm7 (odd step).
+constexpr amx::TileConfig tile_config() {
+    amx::TileConfig c;
+    for (int i = 0; i < 8; ++i) {
+        c.rows[i] = 16;
+        c.colsb[i] = 64;
+    }
+    return c;
+}
+
+template <int NP, int S>
+inline void step(const std::byte* w, size_t panel_bytes, const uint16_t* xq, size_t ldq_bytes,
+                 int j) {
+    const uint16_t* a = xq + size_t(j) * kStepK;
+    const std::byte* b0 = w + size_t(j) * kStepBytes;
+    const std::byte* b1 = b0 + panel_bytes;
+    if constexpr (S == 0) {
+        SLM_TILE_LOAD(2, a, ldq_bytes);
+        SLM_TILE_LOAD(4, b0, 64);
+        SLM_TILE_DPBF16PS(0, 2, 4);
+        if constexpr (NP == 2) {
+            SLM_TILE_LOAD(5, b1, 64);
+            SLM_TILE_DPBF16PS(1, 2, 5);
+        }
+    } else {
+        SLM_TILE_LOAD(3, a, ldq_bytes);
+        SLM_TILE_LOAD(6, b0, 64);
+        SLM_TILE_DPBF16PS(0, 3, 6);
+        if constexpr (NP == 2) {
+            SLM_TILE_LOAD(7, b1, 64);
+            SLM_TILE_DPBF16PS(1, 3, 7);
+        }
+    }
+}
+
+// y[rows][cols] = xq[16 rows] · panels [w, w + NP·panel_bytes)ᵀ, the first
+// `rows` rows (1..16) and cols <= 16·NP columns.
+template <int NP>
+void tile(const std::byte* w, size_t panel_bytes, const uint16_t* xq, size_t ldq_bytes, int k,
+          float* y, size_t ldy, int rows, int cols) {
+    SLM_TILE_ZERO(0);
+    if constexpr (NP == 2) SLM_TILE_ZERO(1);
+    const int steps = k / kStepK;
+    int j = 0;
+    for (; j + 2 <= steps; j += 2) {
+        step<NP, 0>(w, panel_bytes, xq, ldq_bytes, j);
+        step<NP, 1>(w, panel_bytes, xq, ldq_bytes, j + 1);
+    }
+    if (j < steps) step<NP, 0>(w, panel_bytes, xq, ldq_bytes, j);
+    const size_t ldy_bytes = ldy * sizeof(float);
+    alignas(64) float buf[kRows * kPanelRows];
+    for (int p = 0; p < NP; ++p) {
+        const int c = std::min(kPanelRows, cols - p * kPanelRows);
+        float* out = y + p * kPanelRows;
+        if (c == kPanelRows && rows == kRows) {  // straight into y
+            if (p == 0) SLM_TILE_STORE(0, out, ldy_bytes, kRows);
+            else SLM_TILE_STORE(1, out, ldy_bytes, kRows);
+            continue;
+        }
+        if (p == 0) SLM_TILE_STORE(0, buf, 64, kRows);
+        else SLM_TILE_STORE(1, buf, 64, kRows);
+        for (int r = 0; r < rows; ++r)
+            std::memcpy(out + size_t(r) * ldy, buf + r * kPanelRows, sizeof(float) * size_t(c));
+    }
+}
+
+}  // namespace amx16
+
+void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
+                          std::byte* scratch, int n_threads) {
+    const int k = outs[0].w->k;
+    if (k % amx16::kStepK != 0) {
+        matmul_many_bf16_dp(outs, n_outs, x, ldx, m, scratch, n_threads);
+        return;
+    }
+    if (m <= 0) return;
+    static constexpr amx::TileConfig kConfig = amx16::tile_config();
+    const size_t panel_bytes = panel_elems<Fmt::bf16>(k) * sizeof(uint16_t);
+    const size_t ldq = bf16_act_row_bytes(k) / sizeof(uint16_t);
+    const int m_pad = (m + amx16::kRows - 1) / amx16::kRows * amx16::kRows;
+    uint16_t* xq = reinterpret_cast<uint16_t*>(scratch);  // [m_pad][ldq] bf16
+    constexpr int kNpAmx = 2;
+    const Plan plan(outs, n_outs, m, panel_bytes, amx16::kRows, kNpAmx);
+    if (plan.total == 0) return;
+    const int team = plan.team(n_threads);
+    detail::GuidedRanges ranges(plan.seg_end, n_outs, 1, team);
+    parallel(team, [&](const Team& tm) {
+        int i0, i1;
+        detail::split(m_pad, tm.size(), tm.tid(), i0, i1);
+        for (int i = i0; i < i1; ++i) {
+            if (i < m)
+                vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
+            else
+                std::memset(xq + size_t(i) * ldq, 0, ldq * sizeof(uint16_t));
+        }
+        tm.barrier();
+        amx::configure(kConfig);
+        int s, b, e;
+        while (ranges.next(s, b, e)) {
+            const Tiling& tl = plan.tl[s];
+            const MatmulOut& o = outs[s];
+            for (int t = b; t < e; ++t) {
+                const int nt = t / tl.m_tiles, mt = t % tl.m_tiles;
+                const int b0 = nt * tl.nc, b1 = std::min(tl.n_blocks, b0 + tl.nc);
+                const int r1 = std::min(m, (mt + 1) * tl.mc);
+                for (int r = mt * tl.mc; r < r1; r += amx16::kRows) {
+                    const int rows = std::min(amx16::kRows, r1 - r);
+                    const uint16_t* a = xq + size_t(r) * ldq;
+                    for (int blk = b0; blk < b1; ++blk) {
+                        const int p = blk * kNpAmx;
+                        const int col = p * kPanelRows;
+                        const int cols = std::min(kNpAmx * kPanelRows, o.w->n - col);
+                        const std::byte* w = o.w->data + size_t(p) * panel_bytes;
+                        float* y = o.y + size_t(r) * o.ldy + col;
+                        if (cols > kPanelRows)
+                            amx16::tile<2>(w, panel_bytes, a, ldq * 2, k, y, o.ldy, rows, cols);
+                        else
+                            amx16::tile<1>(w, panel_bytes, a, ldq * 2, k, y, o.ldy, rows, cols);
+                    }
+                }
+            }
+        }
+        amx::release();
+    });
+}
+
+void matmul_bf16_amx(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
+                     std::byte* scratch, int n_threads) {
+    const MatmulOut o{&w, y, ldy};
+    matmul_many_bf16_amx(&o, 1, x, ldx, m, scratch, n_threads);
+}
+#endif
 #endif
 
 // ---------------------------------------------------------------------------
@@ -470,6 +625,10 @@ FormatKernels f16_kernels(const CpuFeatures& /*cpu*/) {
 // The vdpbf16ps body where the layer and the CPU have it, else the convert path.
 FormatKernels bf16_kernels(const CpuFeatures& cpu) {
 #if STATICLM_VEC_BF16_DOT
+#if defined(STATICLM_AMX)
+    if (cpu.amx_int8 && cpu.amx_bf16 && cpu.avx512_bf16)
+        return {matmul_bf16_amx, matmul_many_bf16_amx, pack_panel<Fmt::bf16>};
+#endif
     if (cpu.avx512_bf16) return {matmul_bf16_dp, matmul_many_bf16_dp, pack_panel<Fmt::bf16>};
 #endif
     (void)cpu;

@@ -18,10 +18,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q8.hpp"
+#include "kernels/simd/amx.hpp"
 #include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
 #include "kernels/simd/vec.hpp"
@@ -295,6 +297,177 @@ void tile(const TileArgs& t) {
         }
 }
 
+#if defined(STATICLM_AMX)
+// ---------------------------------------------------------------------------
+// AMX-INT8 (the avx512_amx table, q8 only): 16 activation rows × one panel.
+// ---------------------------------------------------------------------------
+//
+// A Q8Block's q is already the B operand of a tile dot product: B's row j
+// holds, for each of 16 output columns, 4 consecutive k (quad j), which is
+// q[j][16][4]; so a block is one 8-row × 64-byte B tile, loaded in place. A is
+// 16 activation rows × the group's 32 int8 (row stride a.stride). tdpbsud (A
+// signed, B unsigned) leaves each group's 16 × 16 int32 Σ q_x·w_biased; the
+// epilogue adds corr and runs the VNNI tile's own per-group steps (W::dot,
+// to_float, fma with w_s·x_s), so the results are bit-identical to the
+// avx512 table's.
+//
+// K per tile product is one group because every group has its own scales, so
+// each 8192 multiply-adds cost a tile store and a 16-row vector epilogue: the
+// tile unit idles. Measured here (Xeon, 2 threads, K = 2048, N = 8192,
+// M = 512, bench_kernels best of 5): 1006 GOPS against 957 for the VNNI
+// body, 7% of the AMX-INT8 peak. Accumulating in the tiles across K needs
+// one scale per row and column (a per-channel format) or bf16 operands (the
+// bf16 format's AMX path in matmul_float.cpp).
+namespace amx8 {
+
+constexpr int kRows = 16;  // activation rows per tile
+
+// Palette 1: tmm0-2 = C (16 × 16 int32); tmm3, tmm4 = A (16 rows × 32 int8);
+// tmm5, tmm6 = B (8 rows × 64 bytes). Step g of the pipeline loads group
+// g + 2's operands, starts group g + 1's product, stores group g's result
+// and finishes group g - 2 (the vector loads then read a tile store issued
+// two steps earlier).
+constexpr amx::TileConfig tile_config() {
+    amx::TileConfig c;
+    for (int i = 0; i < 7; ++i) {
+        c.rows[i] = i >= 5 ? 8 : 16;
+        c.colsb[i] = i == 3 || i == 4 ? 32 : 64;
+    }
+    return c;
+}
+inline void configure() {
+    static constexpr amx::TileConfig kConfig = tile_config();
+    amx::configure(kConfig);
+}
+
+// Groups per tile call: 16 rows × 512 k of activations (8 KiB) stay in L1
+// while the panels of a block stream past them.
+constexpr int kChunkGroups = 16;
+
+struct Pipe {
+    const TileArgs* t;
+    long stride;
+    int g0, g1;                  // groups [g0, g1)
+    alignas(64) int32_t c[3][kRows * kPanelRows];  // stored C, a ring of 3
+};
+
+// Group g's operands into operand slot S (0-1).
+template <class W, int S>
+inline void load(Pipe& p, int g) {
+    const std::byte* act = p.t->act + size_t(g) * kQ8Group;
+    const std::byte* blk = p.t->panel[0] + size_t(g) * W::kBlockBytes;
+    const std::byte* b = blk + W::kQOff;  // a block's q is a B tile as it lies
+    constexpr long kB = 64;
+    if constexpr (S == 0) {
+        SLM_TILE_LOAD(3, act, p.stride);
+        SLM_TILE_LOAD_M(5, b, kB, 512);
+    } else {
+        SLM_TILE_LOAD(4, act, p.stride);
+        SLM_TILE_LOAD_M(6, b, kB, 512);
+    }
+}
+
+// The product of operand slot S into C tile C (0-2).
+template <int C, int S>
+inline void product() {
+    if constexpr (C == 0) {
+        SLM_TILE_ZERO(0);
+        if constexpr (S == 0) SLM_TILE_DPBSUD(0, 3, 5);
+        else SLM_TILE_DPBSUD(0, 4, 6);
+    } else if constexpr (C == 1) {
+        SLM_TILE_ZERO(1);
+        if constexpr (S == 0) SLM_TILE_DPBSUD(1, 3, 5);
+        else SLM_TILE_DPBSUD(1, 4, 6);
+    } else {
+        SLM_TILE_ZERO(2);
+        if constexpr (S == 0) SLM_TILE_DPBSUD(2, 3, 5);
+        else SLM_TILE_DPBSUD(2, 4, 6);
+    }
+}
+
+template <int C>
+inline void store(int32_t* dst) {
+    constexpr long kC = 64;
+    if constexpr (C == 0) SLM_TILE_STORE(0, dst, kC, kRows);
+    else if constexpr (C == 1) SLM_TILE_STORE(1, dst, kC, kRows);
+    else SLM_TILE_STORE(2, dst, kC, kRows);
+}
+
+// Row r of group g's epilogue from its stored C, as the VNNI tile's steps.
+template <class W>
+inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, vec::F ws, int r, vec::F f) {
+    const Q8ActLayout& a = *t.a;
+    const std::byte* row = t.act + size_t(r) * a.stride;
+    const vec::I v = vec::iadd(_mm512_load_si512(c + kPanelRows * r),
+                               vec::iset1(load_i32(row + a.corr_off + 4 * size_t(g))));
+    float x_s;
+    std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
+    return vec::fma(vec::to_float(W::dot(v)), vec::mul(ws, vec::set1(x_s)), f);
+}
+
+#define SLM_INLINE __attribute__((always_inline))
+#define SLM_AMX_ROWS(X) \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+// 16 rows × panel[0] of t over groups [g0, g1), added to y unless `first`;
+// the tile state must be configured. The 16 accumulators are named
+// variables: as an array (1 KiB) GCC keeps them in memory, and the extra
+// load and store per row and group halved the speed.
+template <class W>
+void tile(const TileArgs& t, int g0, int g1, bool first) {
+    Pipe p;
+    p.t = &t;
+    p.stride = long(t.a->stride);
+    p.g0 = g0;
+    p.g1 = g1;
+    const __mmask16 cols = __mmask16((1u << t.cols[0]) - 1);
+    float* const y = t.y + t.y_off[0];
+#define SLM_INIT(r) \
+    vec::F f##r = first ? vec::zero() : _mm512_maskz_loadu_ps(cols, y + (r) * t.ldy);
+    SLM_AMX_ROWS(SLM_INIT)
+#undef SLM_INIT
+    auto finish = [&](int g, const int32_t* c) SLM_INLINE {
+        const vec::F ws = vec::load(reinterpret_cast<const uint16_t*>(
+            t.panel[0] + size_t(g) * W::kBlockBytes + W::kScaleOff));
+#define SLM_ROW(r) f##r = finish_row<W>(t, g, c, ws, r, f##r);
+        SLM_AMX_ROWS(SLM_ROW)
+#undef SLM_ROW
+    };
+    // Step at group g, g % 6 == P (see TileConfig).
+    auto step = [&]<int P>(int g) SLM_INLINE {
+        if (g + 2 < g1) load<W, P % 2>(p, g + 2);
+        if (g + 1 < g1) product<(P + 1) % 3, (P + 1) % 2>();
+        if (g < g1) store<P % 3>(p.c[P % 3]);
+        if (g > g0 + 1) finish(g - 2, p.c[(P + 1) % 3]);
+    };
+    load<W, 0>(p, g0);
+    if (g0 + 1 < g1) load<W, 1>(p, g0 + 1);
+    product<0, 0>();
+    for (int g = g0;; g += 6) {
+        step.template operator()<0>(g);
+        if (g + 1 > g1 + 1) break;
+        step.template operator()<1>(g + 1);
+        if (g + 2 > g1 + 1) break;
+        step.template operator()<2>(g + 2);
+        if (g + 3 > g1 + 1) break;
+        step.template operator()<3>(g + 3);
+        if (g + 4 > g1 + 1) break;
+        step.template operator()<4>(g + 4);
+        if (g + 5 > g1 + 1) break;
+        step.template operator()<5>(g + 5);
+        if (g + 6 > g1 + 1) break;
+    }
+#define SLM_STORE(r) _mm512_mask_storeu_ps(y + (r) * t.ldy, cols, f##r);
+    SLM_AMX_ROWS(SLM_STORE)
+#undef SLM_STORE
+}
+
+#undef SLM_AMX_ROWS
+#undef SLM_INLINE
+
+}  // namespace amx8
+#endif
+
 using TileFn = void (*)(const TileArgs&);
 template <class W, int NP, size_t... R>
 constexpr std::array<TileFn, sizeof...(R)> tiles_of(std::index_sequence<R...>) {
@@ -329,16 +502,53 @@ constexpr int kPairsPerBlock = 4;
 // Panels [p0, p1) × rows [r0, r1) of one matrix. The panel range is walked as
 // two independent streams (its first and second half) so that two hardware
 // prefetch streams stay busy while weights come from DRAM.
-template <class W>
+// Activation rows per unit of a row split: AMX tiles take 16.
+template <bool Amx>
+constexpr int kRowUnit = kMr;
+#if defined(STATICLM_AMX)
+template <>
+constexpr int kRowUnit<true> = amx8::kRows;
+#endif
+
+template <class W, bool Amx>
 void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, int p0, int p1,
                int r0, int r1) {
     const PackedMatrix& w = *o.w;
     const size_t panel_bytes = size_t(a.n_groups) * W::kBlockBytes;
     const int half = (p1 - p0 + 1) / 2;
+#if defined(STATICLM_AMX)
+    if constexpr (Amx)
+        if (r1 - r0 >= amx8::kRows) amx8::configure();
+#endif
     for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
         const int i1 = std::min(half, i0 + kPairsPerBlock);
-        for (int r = r0; r < r1; r += kMr) {
-            const int mr = std::min(kMr, r1 - r);
+        for (int r = r0; r < r1;) {
+            const bool amx_rows = Amx && r1 - r >= kRowUnit<Amx>;
+            const int mr = amx_rows ? kRowUnit<Amx> : std::min(kMr, r1 - r);
+#if defined(STATICLM_AMX)
+            if constexpr (Amx) if (amx_rows) {
+                // Chunks of K outermost: one chunk of these rows' activations
+                // serves every panel of the block before the next is read.
+                for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
+                    const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
+                    for (int i = i0; i < i1; ++i)
+                        for (const int pan : {p0 + i, p0 + half + i}) {
+                            if (pan >= p1) continue;
+                            TileArgs t{};
+                            t.a = &a;
+                            t.ldy = o.ldy;
+                            t.act = act + size_t(r) * a.stride;
+                            t.y = o.y + size_t(r) * o.ldy;
+                            t.panel[0] = w.data + size_t(pan) * panel_bytes;
+                            t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
+                            t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
+                            amx8::tile<W>(t, g0, g1, g0 == 0);
+                        }
+                }
+                r += mr;
+                continue;
+            }
+#endif
             for (int i = i0; i < i1; ++i) {
                 const int pa = p0 + i, pb = p0 + half + i;
                 const int np = pb < p1 ? 2 : 1;
@@ -358,11 +568,16 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                 else
                     tile_rows<W, 1>(t, mr);
             }
+            r += mr;
         }
     }
+#if defined(STATICLM_AMX)
+    if constexpr (Amx)
+        if (r1 - r0 >= amx8::kRows) amx::release();
+#endif
 }
 
-template <class W>
+template <class W, bool Amx>
 void matmul_int_many(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
                      std::byte* scratch, int n_threads) {
     if (m <= 0) return;
@@ -375,7 +590,8 @@ void matmul_int_many(const MatmulOut* outs, int n_outs, const float* x, size_t l
         seg_end[i] = total;
     }
     if (total == 0) return;
-    const int m_tiles = (m + kMr - 1) / kMr;
+    constexpr int kUnit = kRowUnit<Amx>;
+    const int m_tiles = (m + kUnit - 1) / kUnit;
     // No more threads than there are tiles to share.
     n_threads = std::max(1, std::min(n_threads, total * m_tiles));
     // Threads share panels (each take walked as two streams) when there are
@@ -394,25 +610,25 @@ void matmul_int_many(const MatmulOut* outs, int n_outs, const float* x, size_t l
         int seg, b, e;
         while (ranges.next(seg, b, e)) {
             if (row_parts == 1) {
-                run_range<W>(outs[seg], a, scratch, b, e, 0, m);
+                run_range<W, Amx>(outs[seg], a, scratch, b, e, 0, m);
                 continue;
             }
             for (int u = b; u < e; ++u) {
                 const MatmulOut& o = outs[u % n_outs];
                 int t0, t1;
                 detail::split(m_tiles, row_parts, u / n_outs, t0, t1);
-                run_range<W>(o, a, scratch, 0, (o.w->n + kPanelRows - 1) / kPanelRows, t0 * kMr,
-                             std::min(m, t1 * kMr));
+                run_range<W, Amx>(o, a, scratch, 0, (o.w->n + kPanelRows - 1) / kPanelRows,
+                                  t0 * kUnit, std::min(m, t1 * kUnit));
             }
         }
     });
 }
 
-template <class W>
+template <class W, bool Amx>
 void matmul_int(const PackedMatrix& w, const float* x, size_t ldx, int m, float* y, size_t ldy,
                 std::byte* scratch, int n_threads) {
     const MatmulOut o{&w, y, ldy};
-    matmul_int_many<W>(&o, 1, x, ldx, m, scratch, n_threads);
+    matmul_int_many<W, Amx>(&o, 1, x, ldx, m, scratch, n_threads);
 }
 
 // q4 panels: each row's groups through the scalar quantize_q4_group (the same
@@ -448,12 +664,25 @@ void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
     for (int r = 0; r < m; ++r) quantize_row(x + size_t(r) * ldx, a, dst + size_t(r) * a.stride);
 }
 
-FormatKernels q8_kernels(const CpuFeatures& /*cpu*/) {
-    return {matmul_int<Q8Weights>, matmul_int_many<Q8Weights>, pack_panel_q8};
+namespace {
+
+template <class W>
+FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
+#if defined(STATICLM_AMX)
+    // q4 stays on VNNI: unpacking its nibbles for every tile made the AMX
+    // path slower (K = 2048, N = 8192, M = 512, 2 threads: 815 against 858
+    // GOPS, best of 5, bench_kernels).
+    if (cpu.amx_int8 && std::is_same_v<W, Q8Weights>)
+        return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
+#endif
+    (void)cpu;
+    return {matmul_int<W, false>, matmul_int_many<W, false>, pack};
 }
 
-FormatKernels q4_kernels(const CpuFeatures& /*cpu*/) {
-    return {matmul_int<Q4Weights>, matmul_int_many<Q4Weights>, pack_panel_q4};
-}
+}  // namespace
+
+FormatKernels q8_kernels(const CpuFeatures& cpu) { return int_kernels<Q8Weights>(cpu, pack_panel_q8); }
+
+FormatKernels q4_kernels(const CpuFeatures& cpu) { return int_kernels<Q4Weights>(cpu, pack_panel_q4); }
 
 }  // namespace staticlm::kernels::STATICLM_NS

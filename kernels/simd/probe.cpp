@@ -97,6 +97,40 @@ SLM_NOINLINE int64_t vnni_avx512(int64_t iters) {
     return total;
 }
 
+#if defined(STATICLM_AMX)
+// ---- AMX-INT8 peak ---------------------------------------------------------------
+// Full tiles: four 16 × 16 int32 accumulators (tmm0-3) from two 16 × 64-byte A
+// tiles and two 16-row B tiles (2 × 2 blocking, as a GEMM would), four
+// tdpbusd per iteration, each 16 · 16 · 64 multiply-adds.
+constexpr int kAmxMacsPerIter = 4 * 16 * 16 * 64;
+
+SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
+    struct alignas(64) Config {
+        uint8_t palette = 1, start_row = 0, reserved[14] = {};
+        uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+        uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+    };
+    static const Config kConfig;
+    alignas(64) static const uint8_t kData[16 * 64] = {1, 2, 3};
+    alignas(64) int32_t out[16 * 16];
+    const long stride = 64;
+    __asm__ volatile("ldtilecfg %0" ::"m"(kConfig) : "memory");
+    __asm__ volatile(
+        "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+        "tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%0,%1,1), %%tmm5\n\t"
+        "tileloadd (%0,%1,1), %%tmm6\n\ttileloadd (%0,%1,1), %%tmm7" ::"r"(kData),
+        "r"(stride)
+        : "memory");
+    for (int64_t it = 0; it < iters; ++it)
+        __asm__ volatile(
+            "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\ttdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
+            "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\ttdpbusd %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilerelease" ::"r"(out), "r"(stride)
+                     : "memory");
+    return out[0];
+}
+#endif
+
 // ---- fp32 FMA peak ----------------------------------------------------------------
 // FMA: 4 cycles latency, 2 per cycle → ≥ 8 chains; 16 used. 32 flops per zmm FMA.
 // c += a·b with a·b = 1e-6 stays small: no overflow or denormals.
@@ -231,6 +265,12 @@ PeakLoops peak_loops(const CpuFeatures& cpu) {
         p.bf16 = bf16_avx512;
         p.bf16_ops = kChains * 32 * 2;
     }
+#if defined(STATICLM_AMX)
+    if (cpu.amx_int8) {
+        p.amx_int8 = amx_avx512;
+        p.amx_int8_ops = 2.0 * kAmxMacsPerIter;
+    }
+#endif
 #elif STATICLM_TARGET == STATICLM_TARGET_AVX2 || STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
     // AVX-VNNI CPUs are measured with the maddubs sequence too (as before the
     // per-target loops), so their ratios compare with the AVX2 ones.

@@ -114,9 +114,12 @@ std::vector<Case> cases_for(WeightType type) {
         MatmulFn fn = type == WeightType::f32   ? kt.matmul_f32
                       : type == WeightType::f16 ? kt.matmul_f16
                                                 : kt.matmul_bf16;
-        const bool dp = type == WeightType::bf16 && t == Target::avx512 && cpu.avx512_bf16;
+        // avx512-amx runs the bf16 format on AMX-BF16 tiles (16-row blocks,
+        // k % 32 == 0) and vdpbf16ps elsewhere: x rounded to bf16 as well.
+        const bool dp = type == WeightType::bf16 &&
+                        (t == Target::avx512 || t == Target::avx512_amx) && cpu.avx512_bf16;
         out.push_back({target_name(t), fn, dp});
-        if (dp && avx512::fill_table) {  // the shift-convert body of BF16-less AVX-512 CPUs
+        if (dp && t == Target::avx512 && avx512::fill_table) {  // the shift-convert body of BF16-less AVX-512 CPUs
             KernelTable plain;
             CpuFeatures no_bf16 = cpu;
             no_bf16.avx512_bf16 = false;
@@ -194,8 +197,11 @@ TEST_CASE("float packed sizes follow the panel layouts") {
     CHECK(packed_bytes(WeightType::f16, 0, 17) == 0);
     CHECK(padded_k(WeightType::bf16, 17) == 18);
     CHECK(matmul_scratch_bytes(WeightType::f16, 5, 17) == 0);
-    CHECK(matmul_scratch_bytes(WeightType::bf16, 5, 17) == 5 * 64);
-    CHECK(matmul_scratch_bytes(WeightType::bf16, 2, 33) == 2 * 128);
+    // bf16 activation rows: whole blocks of 16 rows (the AMX tiles').
+    CHECK(matmul_scratch_bytes(WeightType::bf16, 5, 17) == 16 * 64);
+    CHECK(matmul_scratch_bytes(WeightType::bf16, 2, 33) == 16 * 128);
+    CHECK(matmul_scratch_bytes(WeightType::bf16, 17, 33) == 32 * 128);
+    CHECK(matmul_scratch_bytes(WeightType::bf16, 0, 33) == 0);
 }
 
 TEST_CASE("float panels hold the documented element positions") {
@@ -301,7 +307,8 @@ TEST_CASE("float matmul: hand-computed 2x2 case on every target") {
 TEST_CASE("float matmul matches the reference on every target, odd shapes") {
     const int ms[] = {0, 1, 2, 3, 5, 16, 17, 64};
     const int ns[] = {1, 15, 16, 17, 33};
-    const int ks[] = {1, 2, 3, 15, 16, 17, 63, 100};
+    // 32 and 96: whole AMX k steps (avx512-amx's bf16 tiles), one and three.
+    const int ks[] = {1, 2, 3, 15, 16, 17, 32, 63, 96, 100};
     uint32_t seed = 1;
     for (WeightType type : kFloatTypes)
         for (const Case& c : cases_for(type))
@@ -318,7 +325,8 @@ TEST_CASE("float matmul matches the reference across cache tiles and threads") {
         int m, n, k;
     };
     const Shape shapes[] = {
-        {1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40}, {13, 40, 301}};
+        {1, 80, 2048}, {3, 300, 129}, {100, 80, 2048}, {230, 50, 40}, {13, 40, 301},
+        {150, 47, 64}};  // AMX: 16-row blocks across m-tiles, a last block of 6 rows
     uint32_t seed = 1000;
     for (WeightType type : kFloatTypes)
         for (const Case& c : cases_for(type))

@@ -23,20 +23,30 @@ namespace staticlm::kernels {
 // ---------------------------------------------------------------------------
 
 // Ordered from least to most capable.
-enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512 };
+// avx512_amx is the avx512 table with the integer formats' matmuls on AMX-INT8
+// tiles where a call has 16 or more rows (kernels/simd/matmul_q8.cpp).
+enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512, avx512_amx };
 
 struct CpuFeatures {
     bool avx2_fma_f16c = false;
     bool avx_vnni = false;
     bool avx512 = false;  // F, BW, VL, DQ, VNNI (+ FMA, F16C)
     bool avx512_bf16 = false;
+    // AMX-TILE and AMX-INT8 (+ avx512), enabled by the OS in XCR0, and the
+    // process granted the tile state (Linux arch_prctl(ARCH_REQ_XCOMP_PERM)).
+    bool amx_int8 = false;
+    bool amx_bf16 = false;  // AMX-BF16 too (with amx_int8)
 };
 
 CpuFeatures cpu_features();
 const char* target_name(Target target);
 bool target_supported(Target target);     // compiled in and runnable on this CPU
 std::span<const Target> compiled_targets();
-Target best_target();                     // the one the default table uses
+// The one the default table uses: the most capable supported target, or the
+// one named by the environment variable STATICLM_KERNELS (a target_name, to
+// compare targets on one machine; Error(usage) when it is unknown or not
+// supported here).
+Target best_target();
 
 // ---------------------------------------------------------------------------
 // Formats
@@ -155,7 +165,9 @@ struct PeakLoops {
     int64_t (*int8)(int64_t iters) = nullptr;  // int8_ops per iteration
     float (*fp32)(int64_t iters) = nullptr;    // fp32_ops per iteration
     float (*bf16)(int64_t iters) = nullptr;    // bf16_ops per iteration (AVX512-BF16 only)
-    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0;
+    // AMX-INT8 tile dot products (avx512-amx only), amx_int8_ops per iteration.
+    int64_t (*amx_int8)(int64_t iters) = nullptr;
+    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0, amx_int8_ops = 0;
     const char* isa = "none";
 };
 
