@@ -107,6 +107,7 @@ void print_ceilings(const Ceilings& c, bool quick) {
     if (c.bf16_gflops > 0) std::printf("  bf16 dot peak   %8.1f GFLOPS\n", c.bf16_gflops);
     else std::printf("  bf16 dot peak        n/a (no AVX512-BF16; bf16 ratios use fp32 peak)\n");
     if (c.amx_int8_gops > 0) std::printf("  AMX int8 peak   %8.1f GOPS\n", c.amx_int8_gops);
+    if (c.amx_bf16_gflops > 0) std::printf("  AMX bf16 peak   %8.1f GFLOPS\n", c.amx_bf16_gflops);
     std::fflush(stdout);
 }
 
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("ceiling_fp32_gflops", fmt("%.1f", g_ceilings.fp32_gflops));
     benchmark::AddCustomContext("ceiling_bf16_gflops", fmt("%.1f", g_ceilings.bf16_gflops));
     benchmark::AddCustomContext("ceiling_amx_int8_gops", fmt("%.1f", g_ceilings.amx_int8_gops));
+    benchmark::AddCustomContext("ceiling_amx_bf16_gflops", fmt("%.1f", g_ceilings.amx_bf16_gflops));
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

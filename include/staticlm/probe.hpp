@@ -15,6 +15,7 @@ struct MachineCeilings {
     double fp32_gflops = 0;           // FMA counted as 2 flops
     double bf16_gflops = 0;           // 0 without AVX512-BF16
     double amx_int8_gops = 0;         // AMX-INT8 tile dot products; 0 without AMX
+    double amx_bf16_gflops = 0;       // AMX-BF16 tile dot products; 0 without AMX
     std::string isa;                  // which code path measured them
     int threads = 0;
 };

@@ -428,6 +428,13 @@ inline void step(const std::byte* w, size_t panel_bytes, const uint16_t* xq, siz
     const uint16_t* a = xq + size_t(j) * kStepK;
     const std::byte* b0 = w + size_t(j) * kStepBytes;
     const std::byte* b1 = b0 + panel_bytes;
+    // Weights 4 steps (4 KiB a panel) ahead: decode (one row) went from
+    // 10.9-11.0 to 11.25 tok/s (bf16 Llama-3.2-1B, 2 threads); prefill is
+    // unchanged.
+    for (size_t o = 0; o < kStepBytes; o += 64) {
+        __builtin_prefetch(b0 + 4 * kStepBytes + o);
+        if constexpr (NP == 2) __builtin_prefetch(b1 + 4 * kStepBytes + o);
+    }
     if constexpr (S == 0) {
         SLM_TILE_LOAD(2, a, ldq_bytes);
         SLM_TILE_LOAD(4, b0, 64);

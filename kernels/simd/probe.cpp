@@ -104,6 +104,9 @@ SLM_NOINLINE int64_t vnni_avx512(int64_t iters) {
 // tdpbusd per iteration, each 16 · 16 · 64 multiply-adds.
 constexpr int kAmxMacsPerIter = 4 * 16 * 16 * 64;
 
+// One loop for both tile dot products: int8 (tdpbusd) or bf16 (tdpbf16ps,
+// half the multiply-adds per instruction).
+template <bool kBf16>
 SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
     struct alignas(64) Config {
         uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -121,10 +124,16 @@ SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
         "tileloadd (%0,%1,1), %%tmm6\n\ttileloadd (%0,%1,1), %%tmm7" ::"r"(kData),
         "r"(stride)
         : "memory");
-    for (int64_t it = 0; it < iters; ++it)
-        __asm__ volatile(
-            "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\ttdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
-            "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\ttdpbusd %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+    for (int64_t it = 0; it < iters; ++it) {
+        if constexpr (kBf16)
+            __asm__ volatile(
+                "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\ttdpbf16ps %%tmm7, %%tmm4, %%tmm1\n\t"
+                "tdpbf16ps %%tmm6, %%tmm5, %%tmm2\n\ttdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+        else
+            __asm__ volatile(
+                "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\ttdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
+                "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\ttdpbusd %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+    }
     __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilerelease" ::"r"(out), "r"(stride)
                      : "memory");
     return out[0];
@@ -267,8 +276,12 @@ PeakLoops peak_loops(const CpuFeatures& cpu) {
     }
 #if defined(STATICLM_AMX)
     if (cpu.amx_int8) {
-        p.amx_int8 = amx_avx512;
+        p.amx_int8 = amx_avx512<false>;
         p.amx_int8_ops = 2.0 * kAmxMacsPerIter;
+    }
+    if (cpu.amx_bf16) {
+        p.amx_bf16 = amx_avx512<true>;
+        p.amx_bf16_ops = 2.0 * kAmxMacsPerIter / 2;
     }
 #endif
 #elif STATICLM_TARGET == STATICLM_TARGET_AVX2 || STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI

@@ -68,8 +68,18 @@ int cmd_bench(const Args& a) {
         model = synthetic_model(name, weight_type_from_args(a), 1, load_threads);
     }
     const ModelConfig& c = model_config(*model);
-    // The ratio of prefill is to the peak of the arithmetic the format's matmul uses.
-    const bool int8 = weight_type_info(model_weight_type(*model)).math == WeightMath::int8;
+    // The ratio of prefill is to the peak of the arithmetic the format's matmul
+    // uses: AMX tiles for q8 and bf16 on the avx512-amx target, else int8 dot
+    // products (vpdpbusd) or fp32 FMA.
+    const WeightType wtype = model_weight_type(*model);
+    const bool int8 = weight_type_info(wtype).math == WeightMath::int8;
+    const bool amx = kernel_target_name() == "avx512-amx";
+    const bool amx_int8 = amx && wtype == WeightType::q8;
+    const bool amx_bf16 = amx && wtype == WeightType::bf16;
+    const char* peak_name = amx_int8 ? "AMX int8" : amx_bf16 ? "AMX bf16" : int8 ? "int8" : "fp32";
+    auto peak_of = [&](const MachineCeilings& m) {
+        return amx_int8 ? m.amx_int8_gops : amx_bf16 ? m.amx_bf16_gflops : int8 ? m.int8_gops : m.fp32_gflops;
+    };
 
     // Deterministic token ids spread over the vocabulary.
     std::vector<int> prompt(static_cast<size_t>(pp));
@@ -112,7 +122,8 @@ int cmd_bench(const Args& a) {
         run.gops = run.prefill.mean * 2.0 * params / 1e9;
         run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
         run.machine = measure_ceilings(run.threads);
-        run.r_peak = run.gops / (int8 ? run.machine.int8_gops : run.machine.fp32_gflops);
+        const double peak = peak_of(run.machine);
+        run.r_peak = peak > 0 ? run.gops / peak : 0;
         run.r_bw = run.gbps / run.machine.read_gb_per_s;
         runs.push_back(run);
     }
@@ -122,25 +133,32 @@ int cmd_bench(const Args& a) {
             std::printf(
                 "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
                 "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
-                "\"gops\": %.1f, \"ratio_to_peak\": %.3f}, "
+                "\"gops\": %.1f, \"ratio_to_peak\": %.3f, \"peak\": \"%s\"}, "
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
-                "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f}}\n",
+                "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
+                "\"amx_int8_gops\": %.1f, \"amx_bf16_gflops\": %.1f}}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
-                kernel_target_name().c_str(), pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak, tg,
+                kernel_target_name().c_str(), pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
+                peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
-                r.machine.int8_gops, r.machine.fp32_gflops);
+                r.machine.int8_gops, r.machine.fp32_gflops, r.machine.amx_int8_gops,
+                r.machine.amx_bf16_gflops);
         return 0;
     }
     std::printf("model %s, weights %s (%.1f MiB), target %s\n", name.c_str(),
                 weight_type_name(model_weight_type(*model)),
                 double(model_weight_bytes(*model)) / 1048576.0, kernel_target_name().c_str());
     for (const Run& r : runs) {
-        std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS\n",
-                    r.threads, r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
+        std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS", r.threads,
+                    r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
+        if (r.machine.amx_int8_gops > 0)
+            std::printf(", AMX int8 %.0f GOPS, AMX bf16 %.0f GFLOPS", r.machine.amx_int8_gops,
+                        r.machine.amx_bf16_gflops);
+        std::printf("\n");
         std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
-                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, int8 ? "int8" : "fp32");
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name);
         std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
         if (r.pool_shrinks > 0)

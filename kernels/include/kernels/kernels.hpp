@@ -167,7 +167,8 @@ struct PeakLoops {
     float (*bf16)(int64_t iters) = nullptr;    // bf16_ops per iteration (AVX512-BF16 only)
     // AMX-INT8 tile dot products (avx512-amx only), amx_int8_ops per iteration.
     int64_t (*amx_int8)(int64_t iters) = nullptr;
-    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0, amx_int8_ops = 0;
+    int64_t (*amx_bf16)(int64_t iters) = nullptr;  // AMX-BF16, amx_bf16_ops per iteration
+    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0, amx_int8_ops = 0, amx_bf16_ops = 0;
     const char* isa = "none";
 };
 
