@@ -96,7 +96,8 @@ staticlm::WeightType weight_type_from_c(int w) {
     if (const std::optional<staticlm::WeightType> t = staticlm::weight_type_from_id(w)) return *t;
     throw Error(ErrorKind::config, "weights " + std::to_string(w) + " is not a weight format (known: " +
                                        staticlm::weight_type_choices() + " = 0.." +
-                                       std::to_string(staticlm::weight_types().size() - 1) + ")");
+                                       std::to_string(staticlm::weight_types().size() - 1) +
+                                       ", native = " + std::to_string(SLM_WEIGHTS_NATIVE) + ")");
 }
 
 // Copies s into buf (cap bytes, NUL-terminated when cap > 0); returns s's length.
@@ -268,11 +269,13 @@ int slm_max_threads(void) { return staticlm::max_threads(); }
 
 int slm_weights_from_name(const char* name) {
     if (!name) return -1;
+    if (std::strcmp(name, "native") == 0) return SLM_WEIGHTS_NATIVE;
     const std::optional<staticlm::WeightType> t = staticlm::parse_weight_type(name);
     return t ? int(*t) : -1;
 }
 
 const char* slm_weights_name(slm_weights weights) {
+    if (weights == SLM_WEIGHTS_NATIVE) return "native";
     const std::optional<staticlm::WeightType> t = staticlm::weight_type_from_id(int(weights));
     return t ? staticlm::weight_type_name(*t) : "?";
 }
@@ -297,7 +300,10 @@ slm_status slm_model_load(const char* path, const slm_model_params* params, slm_
     return guard(&log, [&] {
         const slm_model_params p = read_params(params, slm_model_default_params(), "slm_model_params");
         staticlm::LoadOptions o;
-        o.weights = weight_type_from_c(int(p.weights));
+        if (p.weights == SLM_WEIGHTS_NATIVE)
+            o.native_weights = true;  // o.weights (q8) for the types staticlm has no layout of
+        else
+            o.weights = weight_type_from_c(int(p.weights));
         o.threads = p.threads;
         o.load_tokenizer = p.load_tokenizer != 0;
         o.prefer_tokenizer_json = p.prefer_tokenizer_json != 0;
@@ -317,7 +323,9 @@ slm_status slm_model_load(const char* path, const slm_model_params* params, slm_
         char line[512];
         std::snprintf(line, sizeof line, "loaded %s: %s, %d layers, vocab %d, %s weights (%.1f MiB) in %.2f s, kernels %s",
                       path, c.architecture.c_str(), c.n_layers, c.vocab,
-                      staticlm::weight_type_name(staticlm::model_weight_type(*m->model)),
+                      staticlm::model_native_weights(*m->model)
+                          ? "native"
+                          : staticlm::weight_type_name(staticlm::model_weight_type(*m->model)),
                       double(staticlm::model_weight_bytes(*m->model)) / 1048576.0,
                       staticlm::model_load_seconds(*m->model), staticlm::kernel_target_name().c_str());
         log(SLM_LOG_INFO, line);

@@ -94,7 +94,11 @@ typedef enum slm_weights {
     SLM_WEIGHTS_F16 = 1,
     SLM_WEIGHTS_BF16 = 2,
     SLM_WEIGHTS_F32 = 3,
-    SLM_WEIGHTS_Q4 = 4 /* 4-bit, one scale per 32 inputs */
+    SLM_WEIGHTS_Q4 = 4, /* 4-bit, one scale per 32 inputs */
+    /* Each matrix in the format nearest the one its file stores: F32, F16,
+     * BF16 as they are, GGUF Q8_0 as q8 and Q4_0 as q4 (bit for bit), other
+     * GGUF quantized types as q8 (as `--weights native`). */
+    SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
 
 typedef struct slm_model_params {
@@ -180,8 +184,9 @@ SLM_API slm_session_params slm_session_default_params(void);
 SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params* params, slm_session** out);
 SLM_API void slm_session_free(slm_session* session);
 
-/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4"): the slm_weights value,
- * or -1 for a name that is none; and back ("?" for a value that is none). */
+/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "native"): the
+ * slm_weights value, or -1 for a name that is none; and back ("?" for a value
+ * that is none). */
 SLM_API int slm_weights_from_name(const char* name);
 SLM_API const char* slm_weights_name(slm_weights weights);
 

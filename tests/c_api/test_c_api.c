@@ -165,6 +165,33 @@ static void test_fixture(const char* src) {
     CHECK(model != NULL && slm_model_vocab(model) > 0);
     slm_model_free(model);
     model = NULL;
+
+    /* SLM_WEIGHTS_NATIVE: a Q4_0 file keeps its blocks (q4), so its logits
+     * equal those of SLM_WEIGHTS_Q4, bit for bit. */
+    CHECK(slm_weights_from_name("native") == SLM_WEIGHTS_NATIVE);
+    CHECK(strcmp(slm_weights_name(SLM_WEIGHTS_NATIVE), "native") == 0);
+    {
+        const char* q4_file = path(src, "tests/fixtures/gguf/llama-tied.q4_0.gguf");
+        float first[2][8];
+        const slm_weights kinds[2] = {SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_Q4};
+        const slm_weights saved = mp.weights;
+        for (int i = 0; i < 2; ++i) {
+            slm_model* m = NULL;
+            slm_session* s = NULL;
+            const float* logits = NULL;
+            const int32_t ids[3] = {1, 5, 9};
+            mp.weights = kinds[i];
+            CHECK(slm_model_load(q4_file, &mp, &m) == SLM_OK);
+            if (!m) return;
+            CHECK(slm_session_create(m, NULL, &s) == SLM_OK);
+            CHECK(s && slm_prefill(s, ids, 3, &logits) == SLM_OK && logits);
+            if (logits) memcpy(first[i], logits, sizeof first[i]);
+            slm_session_free(s);
+            slm_model_free(m);
+        }
+        CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
+        mp.weights = saved;
+    }
     mp.log = log_fn;
     CHECK(slm_model_load(fixture, &mp, &model) == SLM_OK);
     if (!model) return;
