@@ -435,23 +435,21 @@ inline void step(const std::byte* w, size_t panel_bytes, const uint16_t* xq, siz
         __builtin_prefetch(b0 + 4 * kStepBytes + o);
         if constexpr (NP == 2) __builtin_prefetch(b1 + 4 * kStepBytes + o);
     }
-    if constexpr (S == 0) {
-        SLM_TILE_LOAD(2, a, ldq_bytes);
-        SLM_TILE_LOAD(4, b0, 64);
-        SLM_TILE_DPBF16PS(0, 2, 4);
-        if constexpr (NP == 2) {
-            SLM_TILE_LOAD(5, b1, 64);
-            SLM_TILE_DPBF16PS(1, 2, 5);
-        }
-    } else {
-        SLM_TILE_LOAD(3, a, ldq_bytes);
-        SLM_TILE_LOAD(6, b0, 64);
-        SLM_TILE_DPBF16PS(0, 3, 6);
-        if constexpr (NP == 2) {
-            SLM_TILE_LOAD(7, b1, 64);
-            SLM_TILE_DPBF16PS(1, 3, 7);
-        }
+    // Tile numbers are literals in the instructions: one expansion per slot.
+#define SLM_BF16_STEP(ta, tb0, tb1)           \
+    SLM_TILE_LOAD(ta, a, ldq_bytes);          \
+    SLM_TILE_LOAD(tb0, b0, 64);               \
+    SLM_TILE_DPBF16PS(0, ta, tb0);            \
+    if constexpr (NP == 2) {                  \
+        SLM_TILE_LOAD(tb1, b1, 64);           \
+        SLM_TILE_DPBF16PS(1, ta, tb1);        \
     }
+    if constexpr (S == 0) {
+        SLM_BF16_STEP(2, 4, 5)
+    } else {
+        SLM_BF16_STEP(3, 6, 7)
+    }
+#undef SLM_BF16_STEP
 }
 
 // y[rows][cols] = xq[16 rows] · panels [w, w + NP·panel_bytes)ᵀ, the first
