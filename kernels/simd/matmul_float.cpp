@@ -483,6 +483,68 @@ void tile(const std::byte* w, size_t panel_bytes, const uint16_t* xq, size_t ldq
     }
 }
 
+
+// Stores C tile `t` (rows [r0, r0 + 16) of y, panel p) for `rows` (1..16) rows
+// and c columns: straight into y when whole, else through buf.
+#define SLM_STORE_C(t)                                                                   \
+    do {                                                                                 \
+        if (c == kPanelRows && rows == kRows) {                                          \
+            SLM_TILE_STORE(t, out, ldy * sizeof(float), kRows);                          \
+        } else {                                                                         \
+            SLM_TILE_STORE(t, buf, 64, kRows);                                           \
+            for (int r = 0; r < rows; ++r)                                               \
+                std::memcpy(out + size_t(r) * ldy, buf + r * kPanelRows, sizeof(float) * size_t(c)); \
+        }                                                                                \
+    } while (0)
+
+// 32 rows × 2 panels (rows2: 1..16 valid rows in the second 16): tmm0-3 =
+// C (rows 0-15 × panel 0, × panel 1, rows 16-31 × panel 0, × panel 1),
+// tmm4, tmm5 = A of the two row blocks, tmm6, tmm7 = B of the two panels:
+// each A and B tile feeds two products.
+inline void tile_2x2(const std::byte* w, size_t panel_bytes, const uint16_t* xq, size_t ldq_bytes,
+                     int k, float* y, size_t ldy, int rows2, int cols) {
+    SLM_TILE_ZERO(0);
+    SLM_TILE_ZERO(1);
+    SLM_TILE_ZERO(2);
+    SLM_TILE_ZERO(3);
+    const uint16_t* x1 = xq + ldq_bytes / sizeof(uint16_t) * kRows;
+    const int steps = k / kStepK;
+    for (int j = 0; j < steps; ++j) {
+        const std::byte* b0 = w + size_t(j) * kStepBytes;
+        const std::byte* b1 = b0 + panel_bytes;
+        for (size_t o = 0; o < kStepBytes; o += 64) {
+            __builtin_prefetch(b0 + 4 * kStepBytes + o);
+            __builtin_prefetch(b1 + 4 * kStepBytes + o);
+        }
+        SLM_TILE_LOAD(4, xq + size_t(j) * kStepK, ldq_bytes);
+        SLM_TILE_LOAD(6, b0, 64);
+        SLM_TILE_DPBF16PS(0, 4, 6);
+        SLM_TILE_LOAD(7, b1, 64);
+        SLM_TILE_DPBF16PS(1, 4, 7);
+        SLM_TILE_LOAD(5, x1 + size_t(j) * kStepK, ldq_bytes);
+        SLM_TILE_DPBF16PS(2, 5, 6);
+        SLM_TILE_DPBF16PS(3, 5, 7);
+    }
+    alignas(64) float buf[kRows * kPanelRows];
+    const int c0 = std::min(kPanelRows, cols), c1 = cols - kPanelRows;
+    {
+        int rows = kRows, c = c0;
+        float* out = y;
+        SLM_STORE_C(0);
+        c = c1;
+        out = y + kPanelRows;
+        SLM_STORE_C(1);
+        rows = rows2;
+        c = c0;
+        out = y + size_t(kRows) * ldy;
+        SLM_STORE_C(2);
+        c = c1;
+        out = y + size_t(kRows) * ldy + kPanelRows;
+        SLM_STORE_C(3);
+    }
+}
+#undef SLM_STORE_C
+
 }  // namespace amx16
 
 void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
@@ -522,8 +584,9 @@ void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, siz
                 const int nt = t / tl.m_tiles, mt = t % tl.m_tiles;
                 const int b0 = nt * tl.nc, b1 = std::min(tl.n_blocks, b0 + tl.nc);
                 const int r1 = std::min(m, (mt + 1) * tl.mc);
-                for (int r = mt * tl.mc; r < r1; r += amx16::kRows) {
-                    const int rows = std::min(amx16::kRows, r1 - r);
+                // Blocks of 32 rows (2 × 2 tiles) while more than 16 remain.
+                for (int r = mt * tl.mc; r < r1;) {
+                    const int rows = std::min(2 * amx16::kRows, r1 - r);
                     const uint16_t* a = xq + size_t(r) * ldq;
                     for (int blk = b0; blk < b1; ++blk) {
                         const int p = blk * kNpAmx;
@@ -531,11 +594,22 @@ void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, siz
                         const int cols = std::min(kNpAmx * kPanelRows, o.w->n - col);
                         const std::byte* w = o.w->data + size_t(p) * panel_bytes;
                         float* y = o.y + size_t(r) * o.ldy + col;
-                        if (cols > kPanelRows)
-                            amx16::tile<2>(w, panel_bytes, a, ldq * 2, k, y, o.ldy, rows, cols);
-                        else
-                            amx16::tile<1>(w, panel_bytes, a, ldq * 2, k, y, o.ldy, rows, cols);
+                        if (rows > amx16::kRows && cols > kPanelRows) {
+                            amx16::tile_2x2(w, panel_bytes, a, ldq * 2, k, y, o.ldy,
+                                            rows - amx16::kRows, cols);
+                            continue;
+                        }
+                        for (int h = 0; h < rows; h += amx16::kRows) {
+                            const int rh = std::min(amx16::kRows, rows - h);
+                            float* yh = y + size_t(h) * o.ldy;
+                            const uint16_t* ah = a + size_t(h) * ldq;
+                            if (cols > kPanelRows)
+                                amx16::tile<2>(w, panel_bytes, ah, ldq * 2, k, yh, o.ldy, rh, cols);
+                            else
+                                amx16::tile<1>(w, panel_bytes, ah, ldq * 2, k, yh, o.ldy, rh, cols);
+                        }
                     }
+                    r += rows;
                 }
             }
         }
