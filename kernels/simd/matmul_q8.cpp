@@ -499,9 +499,6 @@ void tile_rows(const TileArgs& t, int mr) {
 // them: 4 pairs · 2 panels · 36 KB (k = 2048) = 288 KB of a 1 MB L2.
 constexpr int kPairsPerBlock = 4;
 
-// Panels [p0, p1) × rows [r0, r1) of one matrix. The panel range is walked as
-// two independent streams (its first and second half) so that two hardware
-// prefetch streams stay busy while weights come from DRAM.
 // Activation rows per unit of a row split: AMX tiles take 16.
 template <bool Amx>
 constexpr int kRowUnit = kMr;
@@ -509,6 +506,12 @@ constexpr int kRowUnit = kMr;
 template <>
 constexpr int kRowUnit<true> = amx8::kRows;
 #endif
+
+// Panels [p0, p1) × rows [r0, r1) of one matrix. The panel range is walked as
+// two independent streams (its first and second half) so that two hardware
+// prefetch streams stay busy while weights come from DRAM. With Amx, blocks
+// of 16 rows run on the tiles and the rows after the last block on VNNI (the
+// same bits either way).
 
 template <class W, bool Amx>
 void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, int p0, int p1,
@@ -526,27 +529,30 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
             const bool amx_rows = Amx && r1 - r >= kRowUnit<Amx>;
             const int mr = amx_rows ? kRowUnit<Amx> : std::min(kMr, r1 - r);
 #if defined(STATICLM_AMX)
-            if constexpr (Amx) if (amx_rows) {
-                // Chunks of K outermost: one chunk of these rows' activations
-                // serves every panel of the block before the next is read.
-                for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
-                    const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
-                    for (int i = i0; i < i1; ++i)
-                        for (const int pan : {p0 + i, p0 + half + i}) {
-                            if (pan >= p1) continue;
-                            TileArgs t{};
-                            t.a = &a;
-                            t.ldy = o.ldy;
-                            t.act = act + size_t(r) * a.stride;
-                            t.y = o.y + size_t(r) * o.ldy;
-                            t.panel[0] = w.data + size_t(pan) * panel_bytes;
-                            t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
-                            t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
-                            amx8::tile<W>(t, g0, g1, g0 == 0);
-                        }
+            if constexpr (Amx) {
+                if (amx_rows) {
+                    // Chunks of K outermost: one chunk of these rows'
+                    // activations serves every panel of the block before the
+                    // next is read; y holds the sums between chunks.
+                    for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
+                        const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
+                        for (int i = i0; i < i1; ++i)
+                            for (const int pan : {p0 + i, p0 + half + i}) {
+                                if (pan >= p1) continue;
+                                TileArgs t{};
+                                t.a = &a;
+                                t.ldy = o.ldy;
+                                t.act = act + size_t(r) * a.stride;
+                                t.y = o.y + size_t(r) * o.ldy;
+                                t.panel[0] = w.data + size_t(pan) * panel_bytes;
+                                t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
+                                t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
+                                amx8::tile<W>(t, g0, g1, g0 == 0);
+                            }
+                    }
+                    r += mr;
+                    continue;
                 }
-                r += mr;
-                continue;
             }
 #endif
             for (int i = i0; i < i1; ++i) {
