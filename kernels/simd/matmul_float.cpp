@@ -397,9 +397,11 @@ void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, fl
 // B tiles as it lies (16 k pairs × 16 outputs × 2 bf16 = 16 rows of 64 bytes),
 // and the bf16 activation rows give A tiles of 16 rows × 32 k, so tdpbf16ps
 // accumulates 16 × 16 fp32 outputs over all of K inside the tiles and each
-// output tile is stored once. Blocks of 16 rows × 2 panels; k steps alternate
-// between two A and two pairs of B tiles so that a load never waits for the
-// product reading the previous one. Where k % 32 == 0 every call runs here,
+// output tile is stored once. Blocks of 32 rows × 2 panels (tile_2x2: each A
+// and B tile feeds two products) while more than 16 rows remain, else 16 rows
+// × 1-2 panels (tile: k steps alternate between two A and two pairs of B
+// tiles so that a load never waits for the product reading the previous one;
+// this is decode's shape). Where k % 32 == 0 every call runs here,
 // whatever its row count (the scratch has whole blocks of 16 rows, zero past
 // m), so a row's bits never depend on M; other k run on the vdpbf16ps body.
 // Products are those of vdpbf16ps (bf16 pairs, fp32 accumulation, denormals
@@ -411,8 +413,7 @@ constexpr int kRows = 16;      // rows of x per tile
 constexpr int kStepK = 32;     // k per tile product
 constexpr size_t kStepBytes = size_t(kStepK) * kPanelRows * 2;  // one B tile
 
-// tmm0, tmm1 = C (panels 0, 1); tmm2, tmm3 = A (even, odd step);
-// tmm4, tmm5 = B of panels 0, 1 (even step); tmm6, tmm7 (odd step).
+// Every tile 16 rows × 64 bytes; tile() and tile_2x2() say how they use them.
 constexpr amx::TileConfig tile_config() {
     amx::TileConfig c;
     for (int i = 0; i < 8; ++i) {
@@ -422,6 +423,9 @@ constexpr amx::TileConfig tile_config() {
     return c;
 }
 
+// tile()'s k step j in slot S: tmm0, tmm1 = C (panels 0, 1); tmm2, tmm3 = A
+// (even, odd step); tmm4, tmm5 = B of panels 0, 1 (even step); tmm6, tmm7
+// (odd step).
 template <int NP, int S>
 inline void step(const std::byte* w, size_t panel_bytes, const uint16_t* xq, size_t ldq_bytes,
                  int j) {
