@@ -13,7 +13,7 @@ size_t panel_size(int k) { return size_t(bf16_pairs(k)) * sizeof(Bf16PairStep); 
 size_t matrix_size(int n, int k) { return align64(detail::panels(n) * panel_size(k)); }
 
 // Rows rounded up to 16: the AMX body reads x in blocks of 16 rows (the rows
-// past m are zeroed there).
+// past m are read, not used).
 size_t scratch_size(int m, int k) {
     return m <= 0 ? 0 : size_t((m + 15) / 16 * 16) * bf16_act_row_bytes(k);
 }

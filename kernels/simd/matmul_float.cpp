@@ -402,8 +402,8 @@ void matmul_bf16_dp(const PackedMatrix& w, const float* x, size_t ldx, int m, fl
 // × 1-2 panels (tile: k steps alternate between two A and two pairs of B
 // tiles so that a load never waits for the product reading the previous one;
 // this is decode's shape). Where k % 32 == 0 every call runs here,
-// whatever its row count (the scratch has whole blocks of 16 rows, zero past
-// m), so a row's bits never depend on M; other k run on the vdpbf16ps body.
+// whatever its row count (the scratch has whole blocks of 16 rows), so a
+// row's bits never depend on M; other k run on the vdpbf16ps body.
 // Products are those of vdpbf16ps (bf16 pairs, fp32 accumulation, denormals
 // flushed) in the tile unit's summation order.
 // ---------------------------------------------------------------------------
@@ -413,11 +413,13 @@ constexpr int kRows = 16;      // rows of x per tile
 constexpr int kStepK = 32;     // k per tile product
 constexpr size_t kStepBytes = size_t(kStepK) * kPanelRows * 2;  // one B tile
 
-// Every tile 16 rows × 64 bytes; tile() and tile_2x2() say how they use them.
-constexpr amx::TileConfig tile_config() {
+// Every tile 64 bytes wide and 16 rows high, but for a call of m < 16 rows
+// tile()'s C and A tiles (tmm0-3) have m rows: each C row depends on its own
+// A row only, so the rows computed do not change, and decode skips 15 rows.
+constexpr amx::TileConfig tile_config(int m) {
     amx::TileConfig c;
     for (int i = 0; i < 8; ++i) {
-        c.rows[i] = 16;
+        c.rows[i] = uint8_t(i < 4 ? std::min(m, kRows) : kRows);
         c.colsb[i] = 64;
     }
     return c;
@@ -559,11 +561,10 @@ void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, siz
         return;
     }
     if (m <= 0) return;
-    static constexpr amx::TileConfig kConfig = amx16::tile_config();
+    const amx::TileConfig config = amx16::tile_config(m);
     const size_t panel_bytes = panel_elems<Fmt::bf16>(k) * sizeof(uint16_t);
     const size_t ldq = bf16_act_row_bytes(k) / sizeof(uint16_t);
-    const int m_pad = (m + amx16::kRows - 1) / amx16::kRows * amx16::kRows;
-    uint16_t* xq = reinterpret_cast<uint16_t*>(scratch);  // [m_pad][ldq] bf16
+    uint16_t* xq = reinterpret_cast<uint16_t*>(scratch);  // [m rounded up to 16][ldq] bf16
     constexpr int kNpAmx = 2;
     const Plan plan(outs, n_outs, m, panel_bytes, amx16::kRows, kNpAmx);
     if (plan.total == 0) return;
@@ -571,15 +572,14 @@ void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, siz
     detail::GuidedRanges ranges(plan.seg_end, n_outs, 1, team);
     parallel(team, [&](const Team& tm) {
         int i0, i1;
-        detail::split(m_pad, tm.size(), tm.tid(), i0, i1);
-        for (int i = i0; i < i1; ++i) {
-            if (i < m)
-                vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
-            else
-                std::memset(xq + size_t(i) * ldq, 0, ldq * sizeof(uint16_t));
-        }
+        detail::split(m, tm.size(), tm.tid(), i0, i1);
+        // Rows from m to the next multiple of 16 keep whatever the scratch
+        // holds: a C row depends on its own A row only, and those rows are
+        // never stored.
+        for (int i = i0; i < std::min(i1, m); ++i)
+            vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
         tm.barrier();
-        amx::configure(kConfig);
+        amx::configure(config);
         int s, b, e;
         while (ranges.next(s, b, e)) {
             const Tiling& tl = plan.tl[s];
