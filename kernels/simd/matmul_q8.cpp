@@ -47,7 +47,11 @@ struct Q8Weights {
     static constexpr size_t kQOff = offsetof(Q8Block, q);
     static constexpr size_t kScaleOff = offsetof(Q8Block, scale);
     static constexpr int kQuadsPerLoad = 1;
-    static constexpr size_t kPrefetchBlocks = 0;  // the hardware prefetchers keep up
+    // Two blocks (1 KiB) ahead in each stream: Llama-3.2-1B q8 decode at 2
+    // threads 23.0-23.8 against 22.0-23.2 tok/s without, 94.5-97% of the read
+    // bandwidth against 89-92% (Xeon, five alternated rounds; six blocks:
+    // 22.9-23.5).
+    static constexpr size_t kPrefetchBlocks = 2;
     static void load(const std::byte* p, vec::Q* w) {
         w[0] = vec::load_q(reinterpret_cast<const uint8_t*>(p));
     }
