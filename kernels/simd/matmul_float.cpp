@@ -597,7 +597,7 @@ void matmul_many_bf16_amx(const MatmulOut* outs, int n_outs, const float* x, siz
         // Rows from m to the next multiple of 16 keep whatever the scratch
         // holds: a C row depends on its own A row only, and those rows are
         // never stored.
-        for (int i = i0; i < std::min(i1, m); ++i)
+        for (int i = i0; i < i1; ++i)
             vec::to_bf16_pairs(x + size_t(i) * ldx, k, xq + size_t(i) * ldq);
         tm.barrier();
         amx::configure(config);
