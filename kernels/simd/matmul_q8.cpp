@@ -352,7 +352,6 @@ constexpr int kChunkGroups = 16;
 struct Pipe {
     const TileArgs* t;
     long stride;
-    int g0, g1;                  // groups [g0, g1)
     alignas(64) int32_t c[3][kRows * kPanelRows];  // stored C, a ring of 3
 };
 
@@ -423,8 +422,6 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     Pipe p;
     p.t = &t;
     p.stride = long(t.a->stride);
-    p.g0 = g0;
-    p.g1 = g1;
     const __mmask16 cols = __mmask16((1u << t.cols[0]) - 1);
     float* const y = t.y + t.y_off[0];
 #define SLM_INIT(r) \

@@ -6,6 +6,7 @@
 // or spill accumulators, so, with vec.hpp, this is where instructions are named.
 #include <cstdint>
 
+#include "kernels/simd/amx.hpp"
 #include "kernels/simd/simd.hpp"
 
 #if STATICLM_TARGET != STATICLM_TARGET_GENERIC
@@ -108,16 +109,18 @@ constexpr int kAmxMacsPerIter = 4 * 16 * 16 * 64;
 // half the multiply-adds per instruction).
 template <bool kBf16>
 SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
-    struct alignas(64) Config {
-        uint8_t palette = 1, start_row = 0, reserved[14] = {};
-        uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-        uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-    };
-    static const Config kConfig;
+    static const amx::TileConfig kConfig = [] {
+        amx::TileConfig c;
+        for (int i = 0; i < 8; ++i) {
+            c.rows[i] = 16;
+            c.colsb[i] = 64;
+        }
+        return c;
+    }();
     alignas(64) static const uint8_t kData[16 * 64] = {1, 2, 3};
     alignas(64) int32_t out[16 * 16];
     const long stride = 64;
-    __asm__ volatile("ldtilecfg %0" ::"m"(kConfig) : "memory");
+    amx::configure(kConfig);
     __asm__ volatile(
         "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
         "tileloadd (%0,%1,1), %%tmm4\n\ttileloadd (%0,%1,1), %%tmm5\n\t"
@@ -134,8 +137,8 @@ SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
                 "tdpbusd %%tmm6, %%tmm4, %%tmm0\n\ttdpbusd %%tmm7, %%tmm4, %%tmm1\n\t"
                 "tdpbusd %%tmm6, %%tmm5, %%tmm2\n\ttdpbusd %%tmm7, %%tmm5, %%tmm3" ::: "memory");
     }
-    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)\n\ttilerelease" ::"r"(out), "r"(stride)
-                     : "memory");
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" ::"r"(out), "r"(stride) : "memory");
+    amx::release();
     return out[0];
 }
 #endif

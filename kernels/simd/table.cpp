@@ -58,8 +58,9 @@ void fill_table(KernelTable& t, const CpuFeatures& cpu) {
 #if STATICLM_TARGET == STATICLM_TARGET_AVX512 && defined(STATICLM_AMX)
 namespace staticlm::kernels::avx512_amx {
 
-// The avx512 table; q8_kernels and q4_kernels see cpu.amx_int8 and return
-// their AMX matmuls (dispatch gives the plain avx512 table amx_int8 = false).
+// The avx512 table; q8_kernels and bf16_kernels see cpu.amx_int8/amx_bf16 and
+// return their AMX matmuls (dispatch fills the plain avx512 table with both
+// false).
 void fill_table(KernelTable& t, const CpuFeatures& cpu) {
     avx512::fill_table(t, cpu);
     t.target = Target::avx512_amx;

@@ -23,8 +23,9 @@ namespace staticlm::kernels {
 // ---------------------------------------------------------------------------
 
 // Ordered from least to most capable.
-// avx512_amx is the avx512 table with the integer formats' matmuls on AMX-INT8
-// tiles where a call has 16 or more rows (kernels/simd/matmul_q8.cpp).
+// avx512_amx is the avx512 table with the bf16 matmul on AMX-BF16 tiles
+// (kernels/simd/matmul_float.cpp) and q8's on AMX-INT8 tiles for blocks of 16
+// rows (kernels/simd/matmul_q8.cpp).
 enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512, avx512_amx };
 
 struct CpuFeatures {
