@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q5.hpp"
 #include "kernels/ref.hpp"
 
 namespace staticlm::kernels::ref {
@@ -42,13 +43,26 @@ void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale) {
     quantize_row(x, k, q, scale, true);
 }
 
-void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
-    const int k_pad = padded_k(WeightType::q4, k);
+namespace {
+
+void quantize_low_bit_row(float (*quantize)(const float*, int8_t*), const float* x, int k, int8_t* q,
+                          float* scale) {
+    const int k_pad = (k + kQ8Group - 1) / kQ8Group * kQ8Group;
     for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
         float buf[kQ8Group] = {};
         for (int i = 0; i < kQ8Group && g0 + i < k; ++i) buf[i] = x[g0 + i];
-        scale[g0 / kQ8Group] = quantize_q4_group(buf, q + g0);
+        scale[g0 / kQ8Group] = quantize(buf, q + g0);
     }
+}
+
+}  // namespace
+
+void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
+    quantize_low_bit_row(quantize_q4_group, x, k, q, scale);
+}
+
+void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale) {
+    quantize_low_bit_row(quantize_q5_group, x, k, q, scale);
 }
 
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {

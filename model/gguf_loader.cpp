@@ -3,7 +3,7 @@
 // and each matrix is dequantized by row chunks into per-thread scratch and
 // packed to the chosen weight type in parallel (never a whole-file f32 copy);
 // into q8, Q8_0/Q5_0/Q4_0 blocks keep their quants and scales exactly (Q4_0
-// into q4 as well).
+// into q4 and Q5_0 into q5 as well).
 // The tokenizer is built from the tokenizer.ggml.* keys on a thread of its
 // own meanwhile.
 #include <algorithm>
@@ -26,14 +26,14 @@ namespace staticlm::detail {
 namespace {
 
 // --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0 and Q4_0; every other quantized type fits in q8's 8 bits, Q5_0
-// exactly).
+// Q8_0, Q4_0 and Q5_0; every other quantized type fits in q8's 8 bits).
 WeightType native_weight_type(kernels::GgmlType t) {
     switch (t) {
         case kernels::GgmlType::f32: return WeightType::f32;
         case kernels::GgmlType::f16: return WeightType::f16;
         case kernels::GgmlType::bf16: return WeightType::bf16;
         case kernels::GgmlType::q4_0: return WeightType::q4;
+        case kernels::GgmlType::q5_0: return WeightType::q5;
         default: return WeightType::q8;
     }
 }
@@ -215,13 +215,15 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const bool interleaved =
             family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
         const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
-        // Q8_0/Q5_0/Q4_0 into q8 and Q4_0 into q4: the quants and scales as they are.
+        // Q8_0/Q5_0/Q4_0 into q8, Q4_0 into q4 and Q5_0 into q5: the quants
+        // and scales as they are.
         const WeightType type = e.matrix->type;
         const bool direct = e.k % kernels::kQ8Group == 0 &&
                             ((type == WeightType::q8 && (t.type == kernels::GgmlType::q8_0 ||
                                                          t.type == kernels::GgmlType::q5_0 ||
                                                          t.type == kernels::GgmlType::q4_0)) ||
-                             (type == WeightType::q4 && t.type == kernels::GgmlType::q4_0));
+                             (type == WeightType::q4 && t.type == kernels::GgmlType::q4_0) ||
+                             (type == WeightType::q5 && t.type == kernels::GgmlType::q5_0));
         // ~128 KiB of f32 at a time: packed from L2 right after decoding.
         const size_t row_floats = size_t(e.k);
         const int step = std::max<int>(
@@ -258,6 +260,8 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             }
             if (direct && type == WeightType::q4)
                 kernels::pack_q4_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
+            else if (direct && type == WeightType::q5)
+                kernels::pack_q5_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
             else if (direct)
                 kernels::pack_q8_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
             else

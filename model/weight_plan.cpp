@@ -107,7 +107,8 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
 
 WeightType matrix_type(WeightRole role, WeightType type) {
     const bool vocab = role == WeightRole::embed || role == WeightRole::lm_head;
-    return type == WeightType::q4 && vocab ? WeightType::q8 : type;
+    const bool low_bit = type == WeightType::q4 || type == WeightType::q5;
+    return low_bit && vocab ? WeightType::q8 : type;
 }
 
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type, const std::vector<WeightType>* per_entry) {

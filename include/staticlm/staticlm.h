@@ -95,8 +95,9 @@ typedef enum slm_weights {
     SLM_WEIGHTS_BF16 = 2,
     SLM_WEIGHTS_F32 = 3,
     SLM_WEIGHTS_Q4 = 4, /* 4-bit, one scale per 32 inputs */
+    SLM_WEIGHTS_Q5 = 5, /* 5-bit, one scale per 32 inputs (GGUF Q5_0) */
     /* Each matrix in the format nearest the one its file stores: F32, F16,
-     * BF16 as they are, GGUF Q8_0 as q8 and Q4_0 as q4 (bit for bit), other
+     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5 (bit for bit), other
      * GGUF quantized types as q8 (as `--weights native`). */
     SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
@@ -184,7 +185,8 @@ SLM_API slm_session_params slm_session_default_params(void);
 SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params* params, slm_session** out);
 SLM_API void slm_session_free(slm_session* session);
 
-/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "native"): the
+/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "q5",
+ * "native"): the
  * slm_weights value, or -1 for a name that is none; and back ("?" for a value
  * that is none). */
 SLM_API int slm_weights_from_name(const char* name);

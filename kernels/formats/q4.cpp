@@ -24,9 +24,7 @@ namespace {
 size_t panel_size(int k) { return size_t(q8_groups(k)) * sizeof(Q4Block); }
 
 size_t matrix_size(int n, int k) {
-    if (k < 1)
-        throw Error(ErrorKind::input, "q4 matrix needs k >= 1, got n=" + std::to_string(n) +
-                                          " k=" + std::to_string(k));
+    detail::check_k("q4", n, k);
     return detail::panels(n) * panel_size(k);
 }
 
@@ -56,6 +54,12 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
         std::memcpy(&s16, &b.scale[r], 2);
         out[i] = float(block_q(b, r, i % kQ8Group)) * f16_to_f32(s16) * scale;
     }
+}
+
+void clear_block(std::byte* block) {  // every row q = 0 (nibble 8), scale 0
+    auto& b = *reinterpret_cast<Q4Block*>(block);
+    std::memset(b.q, 0x88, sizeof b.q);
+    std::memset(b.scale, 0, sizeof b.scale);
 }
 
 // The value a half holds nearest to s (finite: capped at ±65504).
@@ -181,28 +185,9 @@ const FormatInfo formats::q4 = {
 };
 
 void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
-    detail::check_quant_rows("pack_q4_quants", WeightType::q4, n, k, n0, n1);
-    const int groups = k / kQ8Group;
-    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
-        auto* blocks = reinterpret_cast<Q4Block*>(dst + size_t(p0 / kPanelRows) * panel_size(k));
-        const int rows = std::min(kPanelRows, n1 - p0);
-        for (int g = 0; g < groups; ++g) {
-            Q4Block& b = blocks[g];
-            std::memset(b.q, 0x88, sizeof b.q);  // rows past n: weight 0, scale 0
-            std::memset(b.scale, 0, sizeof b.scale);
-            for (int r = 0; r < rows; ++r) {
-                const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
-                for (int j = 0; j < kQ8Group; ++j) {
-                    if (src[j] < -8 || src[j] > 7)
-                        throw Error(ErrorKind::input, "pack_q4_quants: value " + std::to_string(src[j]) +
-                                                          " of row " + std::to_string(p0 - n0 + r) +
-                                                          " is outside [-8, 7]");
-                    set_block_q(b, r, j, src[j]);
-                }
-                std::memcpy(&b.scale[r], scales + size_t(p0 - n0 + r) * size_t(groups) + size_t(g), 2);
-            }
-        }
-    }
+    const detail::GivenQuants given{"pack_q4_quants", WeightType::q4, -8, 7, sizeof(Q4Block), clear_block,
+                                    detail::store_q4_group};
+    detail::pack_given_quants(given, q, scales, n, k, n0, n1, dst);
 }
 
 namespace detail {

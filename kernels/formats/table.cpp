@@ -62,6 +62,37 @@ void check_quant_rows(const char* what, WeightType type, int n, int k, int n0, i
                                           std::to_string(n) + " rows is not whole groups and panels");
 }
 
+void check_k(const char* format, int n, int k) {
+    if (k < 1)
+        throw Error(ErrorKind::input, std::string(format) + " matrix needs k >= 1, got n=" + std::to_string(n) +
+                                          " k=" + std::to_string(k));
+}
+
+void pack_given_quants(const GivenQuants& f, const int8_t* q, const uint16_t* scales, int n, int k, int n0,
+                       int n1, std::byte* dst) {
+    check_quant_rows(f.what, f.type, n, k, n0, n1);
+    const int groups = k / kQ8Group;
+    const size_t panel = size_t(groups) * f.block_bytes;
+    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+        std::byte* blocks = dst + size_t(p0 / kPanelRows) * panel;
+        const int rows = std::min(kPanelRows, n1 - p0);
+        for (int g = 0; g < groups; ++g) {
+            std::byte* block = blocks + size_t(g) * f.block_bytes;
+            f.clear(block);
+            for (int r = 0; r < rows; ++r) {
+                const int8_t* src = q + size_t(p0 - n0 + r) * size_t(k) + size_t(g) * kQ8Group;
+                for (int j = 0; j < kQ8Group; ++j)
+                    if (src[j] < f.lo || src[j] > f.hi)
+                        throw Error(ErrorKind::input, std::string(f.what) + ": value " + std::to_string(src[j]) +
+                                                          " of row " + std::to_string(p0 - n0 + r) +
+                                                          " is outside [" + std::to_string(f.lo) + ", " +
+                                                          std::to_string(f.hi) + "]");
+                f.store(block, r, src, f16_to_f32(scales[size_t(p0 - n0 + r) * size_t(groups) + size_t(g)]));
+            }
+        }
+    }
+}
+
 void check_row(const PackedMatrix& w, int row) {
     if (row < 0 || row >= w.n)
         throw Error(ErrorKind::input,

@@ -1,14 +1,16 @@
-// The SIMD body of the integer formats q8 and q4, compiled per target against
-// the vector layer: activation quantization, panel packing (layouts in
-// kernels/formats/q8.hpp and q4.hpp) and the matmul y[m][n] = x[m][k] · Wᵀ,
-// one or several matrices per call. The two formats share everything but the
-// weight loads of the inner tile (q4 unpacks nibbles to q8's biased bytes)
-// and the packing.
+// The SIMD body of the integer formats q8, q4 and q5, compiled per target
+// against the vector layer: activation quantization, panel packing (layouts in
+// kernels/formats/q8.hpp, q4.hpp, q5.hpp) and the matmul y[m][n] = x[m][k] ·
+// Wᵀ, one or several matrices per call. The formats share everything but the
+// weight loads of the inner tile (q4 and q5 unpack their bits to bytes the
+// dot step takes) and the packing.
 //
 // Numerical contract: activations are quantized exactly as ref::quantize_row_q8
 // and weights as ref::quantize_weight_row_q8 (IEEE division, round half away
 // from zero, clamp with min then max), so every target sees the same int8
-// data; q4 weights come from the target-independent quantize_q4_group. Inside a group of 32 the dot product is exact int32 (vec::dot4).
+// data; q4 and q5 weights come from the target-independent quantize_q4_group
+// and quantize_q5_group. Inside a group of 32 the dot product is exact int32
+// (vec::dot4).
 // Across groups the sum is fp32 in group order: y = fma(float(dot), w_s·x_s, y)
 // (vec::fma: fused on SIMD targets; a product then a sum on generic, as the
 // reference). Per output column the arithmetic does not depend on tiles,
@@ -22,6 +24,7 @@
 #include <utility>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q5.hpp"
 #include "kernels/formats/q8.hpp"
 #include "kernels/simd/amx.hpp"
 #include "kernels/simd/schedule.hpp"
@@ -38,10 +41,11 @@ constexpr int kVecPerPanel = kPanelRows / kL;  // vectors per 16-row panel
 constexpr int kQuads = kQ8Group / 4;           // 4 consecutive k per int32 lane
 static_assert(kQ8Group % kL == 0 && kPanelRows % kL == 0);
 
-// The weight side of the tile per format: block geometry and how one 64-byte
-// row of a block's q (per vector: its 4·kL-byte part) becomes kQuadsPerLoad
-// dot operands, quads in k order, and how a group's int32 sum of their dot
-// steps becomes Σ q·x (vec::load_q4 and vec::q4_dot say why q4 needs one).
+// The weight side of the tile per format: block geometry and how load step jl
+// of a block (per vector vp of a panel: its 4·kL-byte part of 64-byte row jl
+// of the block's q) becomes kQuadsPerLoad dot operands, quads in k order, and
+// how a group's int32 sum of their dot steps becomes Σ q·x (vec::load_q4 and
+// vec::q4_dot say why q4 needs one).
 struct Q8Weights {
     static constexpr size_t kBlockBytes = sizeof(Q8Block);
     static constexpr size_t kQOff = offsetof(Q8Block, q);
@@ -52,8 +56,8 @@ struct Q8Weights {
     // bandwidth against 89-92% (Xeon, five alternated rounds; six blocks:
     // 22.9-23.5).
     static constexpr size_t kPrefetchBlocks = 2;
-    static void load(const std::byte* p, vec::Q* w) {
-        w[0] = vec::load_q(reinterpret_cast<const uint8_t*>(p));
+    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
+        w[0] = vec::load_q(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp));
     }
     static vec::I dot(vec::I acc) { return acc; }
 };
@@ -69,10 +73,24 @@ struct Q4Weights {
     // against 36.1-36.5 tok/s on 2 threads (92-94% of read bandwidth), 19.6
     // against 19.1-19.4 on 1 (alternated); 8 blocks in between.
     static constexpr size_t kPrefetchBlocks = 4;
-    static void load(const std::byte* p, vec::Q* w) {
-        vec::load_q4(reinterpret_cast<const uint8_t*>(p), w[0], w[1]);
+    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
+        vec::load_q4(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp), w[0], w[1]);
     }
     static vec::I dot(vec::I acc) { return vec::q4_dot(acc); }
+};
+struct Q5Weights {
+    static constexpr size_t kBlockBytes = sizeof(Q5Block);
+    static constexpr size_t kQOff = offsetof(Q5Block, lo);
+    static constexpr size_t kHiOff = offsetof(Q5Block, hi);
+    static constexpr size_t kScaleOff = offsetof(Q5Block, scale);
+    static constexpr int kQuadsPerLoad = 2;
+    static constexpr size_t kPrefetchBlocks = 3;  // about 1 KiB, as q8 and q4
+    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
+        const auto* b = reinterpret_cast<const uint8_t*>(blk);
+        const uint8_t* bits = b + kHiOff + size_t(kL / 2 * vp);  // 4·kL bits per vector
+        vec::load_q5(b + kQOff + 64 * jl + 4 * kL * vp, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
+    }
+    static vec::I dot(vec::I acc) { return vec::q5_dot(acc); }
 };
 constexpr size_t kBlockBytes = Q8Weights::kBlockBytes;
 constexpr size_t kQOff = Q8Weights::kQOff;
@@ -262,8 +280,7 @@ void tile(const TileArgs& t) {
             vec::Q wv[NV][QL];
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v)
-                W::load(blk[v / kVecPerPanel] + W::kQOff + 64 * jl + 4 * kL * (v % kVecPerPanel),
-                        wv[v]);
+                W::load(blk[v / kVecPerPanel], jl, v % kVecPerPanel, wv[v]);
 #pragma GCC unroll 2
             for (int h = 0; h < QL; ++h) {
                 const int j = jl * QL + h;
@@ -639,9 +656,11 @@ void matmul_int(const PackedMatrix& w, const float* x, size_t ldx, int m, float*
     matmul_int_many<W, Amx>(&o, 1, x, ldx, m, scratch, n_threads);
 }
 
-// q4 panels: each row's groups through the scalar quantize_q4_group (the same
-// bits on every target), stored as nibbles.
-void pack_panel_q4(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+// q4 and q5 panels: each row's groups through the scalar quantize_q4_group or
+// quantize_q5_group (the same bits on every target), stored by the format.
+template <size_t BlockBytes, float (*Quantize)(const float*, int8_t*),
+          void (*Store)(std::byte*, int, const int8_t*, float)>
+void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
     alignas(64) float buf[kPackTile];
     int8_t q[kQ8Group];
     const auto* s = static_cast<const std::byte*>(src);
@@ -649,17 +668,17 @@ void pack_panel_q4(SrcType st, const void* src, size_t ld, int rows, int k, std:
     for (int c0 = 0; c0 < k; c0 += kPackTile) {
         const int len = std::min(kPackTile, k - c0);
         const int n_groups = q8_groups(len);
-        std::byte* blocks = dst + size_t(c0 / kQ8Group) * sizeof(Q4Block);
+        std::byte* blocks = dst + size_t(c0 / kQ8Group) * BlockBytes;
         std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
         for (int r = 0; r < kPanelRows; ++r) {
             if (r < rows) src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
             for (int g = 0; g < n_groups; ++g) {
                 float sc = 0.0f;
                 if (r < rows)
-                    sc = quantize_q4_group(buf + g * kQ8Group, q);
+                    sc = Quantize(buf + g * kQ8Group, q);
                 else
                     std::memset(q, 0, sizeof q);  // padding row: q = 0
-                detail::store_q4_group(blocks + size_t(g) * sizeof(Q4Block), r, q, sc);
+                Store(blocks + size_t(g) * BlockBytes, r, q, sc);
             }
         }
     }
@@ -677,7 +696,7 @@ namespace {
 template <class W>
 FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
 #if defined(STATICLM_AMX)
-    // q4 stays on VNNI: unpacking its nibbles for every tile made the AMX
+    // q4 and q5 stay on VNNI: unpacking its nibbles for every tile made the AMX
     // path slower (K = 2048, N = 8192, M = 512, 2 threads: 815 against 858
     // GOPS, best of 5, bench_kernels).
     if (cpu.amx_int8 && std::is_same_v<W, Q8Weights>)
@@ -691,6 +710,14 @@ FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
 
 FormatKernels q8_kernels(const CpuFeatures& cpu) { return int_kernels<Q8Weights>(cpu, pack_panel_q8); }
 
-FormatKernels q4_kernels(const CpuFeatures& cpu) { return int_kernels<Q4Weights>(cpu, pack_panel_q4); }
+FormatKernels q4_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q4Weights>(cpu,
+                                  pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
+}
+
+FormatKernels q5_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q5Weights>(cpu,
+                                  pack_panel_low_bit<sizeof(Q5Block), quantize_q5_group, detail::store_q5_group>);
+}
 
 }  // namespace staticlm::kernels::STATICLM_NS

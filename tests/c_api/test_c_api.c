@@ -167,29 +167,35 @@ static void test_fixture(const char* src) {
     model = NULL;
 
     /* SLM_WEIGHTS_NATIVE: a Q4_0 file keeps its blocks (q4), so its logits
-     * equal those of SLM_WEIGHTS_Q4, bit for bit. */
+     * equal those of SLM_WEIGHTS_Q4, bit for bit; a Q5_0 file's (q5) those of
+     * SLM_WEIGHTS_Q5 and of SLM_WEIGHTS_Q8 (which holds 5-bit values exactly). */
     CHECK(slm_weights_from_name("native") == SLM_WEIGHTS_NATIVE);
     CHECK(strcmp(slm_weights_name(SLM_WEIGHTS_NATIVE), "native") == 0);
+    CHECK(slm_weights_from_name("q5") == SLM_WEIGHTS_Q5);
     {
-        const char* q4_file = path(src, "tests/fixtures/gguf/llama-tied.q4_0.gguf");
-        float first[2][8];
-        const slm_weights kinds[2] = {SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_Q4};
+        const char* files[2] = {"tests/fixtures/gguf/llama-tied.q4_0.gguf", "tests/fixtures/gguf/llama-tied.q5_0.gguf"};
+        const slm_weights kinds[2][3] = {{SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_Q4, SLM_WEIGHTS_Q4},
+                                         {SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_Q5, SLM_WEIGHTS_Q8}};
         const slm_weights saved = mp.weights;
-        for (int i = 0; i < 2; ++i) {
-            slm_model* m = NULL;
-            slm_session* s = NULL;
-            const float* logits = NULL;
-            const int32_t ids[3] = {1, 5, 9};
-            mp.weights = kinds[i];
-            CHECK(slm_model_load(q4_file, &mp, &m) == SLM_OK);
-            if (!m) return;
-            CHECK(slm_session_create(m, NULL, &s) == SLM_OK);
-            CHECK(s && slm_prefill(s, ids, 3, &logits) == SLM_OK && logits);
-            if (logits) memcpy(first[i], logits, sizeof first[i]);
-            slm_session_free(s);
-            slm_model_free(m);
+        for (int f = 0; f < 2; ++f) {
+            float first[3][8];
+            for (int i = 0; i < 3; ++i) {
+                slm_model* m = NULL;
+                slm_session* s = NULL;
+                const float* logits = NULL;
+                const int32_t ids[3] = {1, 5, 9};
+                mp.weights = kinds[f][i];
+                CHECK(slm_model_load(path(src, files[f]), &mp, &m) == SLM_OK);
+                if (!m) return;
+                CHECK(slm_session_create(m, NULL, &s) == SLM_OK);
+                CHECK(s && slm_prefill(s, ids, 3, &logits) == SLM_OK && logits);
+                if (logits) memcpy(first[i], logits, sizeof first[i]);
+                slm_session_free(s);
+                slm_model_free(m);
+            }
+            CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
+            CHECK(memcmp(first[0], first[2], sizeof first[0]) == 0);
         }
-        CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
         mp.weights = saved;
     }
     mp.log = log_fn;

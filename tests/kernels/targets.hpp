@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "kernels/kernels.hpp"
 
 namespace staticlm::kernels {
@@ -12,7 +14,7 @@ template <class F>
 void for_each_target(F f) {
     for (Target t : compiled_targets()) {
         if (!target_supported(t)) continue;
-        INFO("target ", target_name(t));
+        INFO("target ", std::string(target_name(t)));
         f(table_for(t));
     }
 }

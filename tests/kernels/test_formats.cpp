@@ -35,7 +35,7 @@ TEST_CASE("weight type names, numbers and traits come from one table") {
     CHECK(int(WeightType::f32) == 3);
     CHECK(int(WeightType::q4) == 4);
     CHECK(parse_weight_type("q4") == WeightType::q4);
-    CHECK_FALSE(parse_weight_type("q5").has_value());
+    CHECK_FALSE(parse_weight_type("q6").has_value());
     CHECK_FALSE(parse_weight_type("").has_value());
     CHECK_FALSE(parse_weight_type("Q8").has_value());
     CHECK_FALSE(weight_type_from_id(-1).has_value());
@@ -43,9 +43,13 @@ TEST_CASE("weight type names, numbers and traits come from one table") {
     CHECK(std::string(weight_type_name(WeightType(200))) == "?");
     CHECK_THROWS_AS(weight_type_info(WeightType(200)), Error);
     CHECK_THROWS_AS(packed_bytes(WeightType(200), 16, 32), Error);
-    CHECK(weight_type_choices() == "q8, f16, bf16, f32 or q4");
+    CHECK(weight_type_choices() == "q8, f16, bf16, f32, q4 or q5");
     CHECK(weight_type_info(WeightType::q4).math == WeightMath::int8);
     CHECK(weight_type_info(WeightType::q4).bytes_per_weight == 0.5625);  // 4.5 bits
+    CHECK(int(WeightType::q5) == 5);
+    CHECK(parse_weight_type("q5") == WeightType::q5);
+    CHECK(weight_type_info(WeightType::q5).math == WeightMath::int8);
+    CHECK(weight_type_info(WeightType::q5).bytes_per_weight == 0.6875);  // 5.5 bits, as GGUF Q5_0
     CHECK(weight_type_info(WeightType::q8).math == WeightMath::int8);
     CHECK(weight_type_info(WeightType::f32).exact);
     CHECK_FALSE(weight_type_info(WeightType::f16).exact);

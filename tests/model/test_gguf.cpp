@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -449,20 +450,24 @@ TEST_CASE("gguf: load probe of the real file: open, facts, tokenizer, every weig
                                                      << " ms, total " << ms(t0, t3) << " ms");
 }
 
-TEST_CASE("gguf: Q4_0 tensors load into q4 bit for bit (--weights q4 and native)") {
-    // llama-tied.q4_0.gguf: llama-tied.gguf through tools/quality/requant_q4_0.py
-    // (gguf-py 0.19.0): Q4_0 matrices, the token embedding Q8_0.
-    const fs::path file = kGgufFixtures / "llama-tied.q4_0.gguf";
-    const GgufFile f(file);
+TEST_CASE("gguf: Q4_0 and Q5_0 tensors load into q4 and q5 bit for bit (--weights q4/q5 and native)") {
+    // llama-tied.q4_0.gguf, llama-tied.q5_0.gguf: llama-tied.gguf through
+    // tools/quality/requant.py (gguf-py 0.19.0): Q4_0 or Q5_0 matrices, the
+    // token embedding Q8_0.
+    for (const auto& [file_name, ggml, type] : {std::tuple{"llama-tied.q4_0.gguf", GgmlType::q4_0, WeightType::q4},
+                                                std::tuple{"llama-tied.q5_0.gguf", GgmlType::q5_0, WeightType::q5}})
     for (const bool native : {false, true}) {
+        const fs::path file = kGgufFixtures / file_name;
+        const GgufFile f(file);
+        CAPTURE(file_name);
         CAPTURE(native);
         LoadOptions o;
-        o.weights = native ? WeightType::f32 : WeightType::q4;  // native ignores it
+        o.weights = native ? WeightType::f32 : type;  // native ignores it
         o.native_weights = native;
         o.threads = 2;
         o.load_tokenizer = false;
         const auto m = Model::load(file, o);
-        CHECK(m->weight_type() == WeightType::q4);
+        CHECK(m->weight_type() == type);
         const ModelWeights& w = m->weights();
         CHECK(w.embed.type == WeightType::q8);
         REQUIRE(w.layers.size() == 2);
@@ -475,8 +480,8 @@ TEST_CASE("gguf: Q4_0 tensors load into q4 bit for bit (--weights q4 and native)
             for (const auto& [name, pm] : mats) {
                 INFO(blk << name);
                 const GgufTensor& t = f.tensor(blk + name);
-                REQUIRE(t.type == GgmlType::q4_0);
-                REQUIRE(pm->type == WeightType::q4);
+                REQUIRE(t.type == ggml);
+                REQUIRE(pm->type == type);
                 const std::vector<float> want = gguf_read_f32(t);
                 std::vector<float> row(static_cast<size_t>(pm->k));
                 size_t bad = 0;

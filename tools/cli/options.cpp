@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "staticlm/error.hpp"
@@ -22,10 +23,24 @@ KvType parse_kv(const std::string& kv, const std::string& flag) {
     throw UsageError(flag + " must be f16 or f32, got '" + kv + "'");
 }
 
-bool native_weights_from_args(const Args& a) { return a.str("weights", "q8") == "native"; }
+namespace {
+
+// --weights as given; else native for a GGUF file (its own formats, as
+// llama.cpp runs it) and q8 for everything else.
+std::string weights_flag(const Args& a) {
+    if (a.has("weights")) return a.str("weights");
+    if (a.has("synthetic") || !a.has("model")) return "q8";
+    const std::filesystem::path model = a.str("model");
+    std::error_code ec;
+    return model.extension() == ".gguf" && !std::filesystem::is_directory(model, ec) ? "native" : "q8";
+}
+
+}  // namespace
+
+bool native_weights_from_args(const Args& a) { return weights_flag(a) == "native"; }
 
 WeightType weight_type_from_args(const Args& a) {
-    const std::string w = a.str("weights", "q8");
+    const std::string w = weights_flag(a);
     if (w != "native") {
         if (const std::optional<WeightType> t = parse_weight_type(w)) return *t;
         std::string names;

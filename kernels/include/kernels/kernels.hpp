@@ -102,6 +102,8 @@ void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n
 void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
 // The same for q4: q in [-8, 7] (anything else is Error(input)), e.g. GGUF Q4_0.
 void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+// The same for q5: q in [-16, 15], e.g. GGUF Q5_0.
+void pack_q5_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
 
 // Reads row `row` of a packed matrix back as floats (dequantized) — used for
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.

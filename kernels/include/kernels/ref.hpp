@@ -21,6 +21,9 @@ void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
 // padded with zeros); q in [-8, 7], scale[] the half values as floats. A q4
 // matmul is matmul_q8 of these q and scales.
 void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale);
+// q5 weights (kernels/formats/q5.hpp) the same way with quantize_q5_group: q
+// in [-16, 15]; a q5 matmul is matmul_q8 of these q and scales.
+void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // y[m][n] = x[m][k] · Wᵀ with W given quantized and row-major: wq [n][k_pad],

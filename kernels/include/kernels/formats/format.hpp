@@ -44,6 +44,24 @@ void check_row(const PackedMatrix& w, int row);  // throws Error(input) when out
 // pack_q8_quants/pack_q4_quants: the shape, k whole groups of kQ8Group, rows
 // [n0, n1) whole panels (or ending at n); else Error(input) naming `what`.
 void check_quant_rows(const char* what, WeightType type, int n, int k, int n0, int n1);
+// Error(input) naming the format unless k >= 1 (the low-bit formats).
+void check_k(const char* format, int n, int k);
+
+// Packing of given low-bit quants (GGUF Q4_0, Q5_0) into a format of one
+// block per group of kQ8Group k × kPanelRows rows: q [n1 - n0][k] in
+// [lo, hi] (anything else is Error(input) naming `what`, the value and row),
+// scales [n1 - n0][k / 32] as IEEE halves; padding rows get clear()'s q = 0,
+// scale 0.
+struct GivenQuants {
+    const char* what;
+    WeightType type;
+    int lo, hi;
+    size_t block_bytes;
+    void (*clear)(std::byte* block);
+    void (*store)(std::byte* block, int r, const int8_t* q, float scale);
+};
+void pack_given_quants(const GivenQuants& f, const int8_t* q, const uint16_t* scales, int n, int k, int n0,
+                       int n1, std::byte* dst);
 }  // namespace detail
 
 }  // namespace staticlm::kernels

@@ -21,7 +21,12 @@
 //    sum of their dot4 steps (acc started as for q8). With the biased dot4
 //    the operands are the bytes 16·n (2 ops each, where n + 120 takes 3),
 //    which dot4 reads as 16·q + 128, so the sum is 16·Σ q·x and q4_dot shifts
-//    it back (exact: a multiple of 16); plain AVX2 uses n + 120 = q + 128.
+//    it back (exact: a multiple of 16); plain AVX2 uses n + 120 = q + 128;
+//  - load_q5(p, b0, b1, lo, hi): the same for q5 (kernels/formats/q5.hpp): the
+//    nibbles at p give bits 0-3 of n = q + 16, the bit-plane bytes b0 and b1
+//    (one bit per operand byte, in byte order) bit 4 of the two quads; the
+//    operands are the bytes 8·n, q5_dot shifts by 3; plain AVX2 takes
+//    n + 112 = q + 128.
 #pragma once
 
 #include <cstdint>
@@ -109,6 +114,17 @@ inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
     lo = _mm512_and_si512(_mm512_slli_epi16(v, 4), m);
     hi = _mm512_and_si512(v, m);
 }
+inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x78), top = _mm512_set1_epi8(char(0x80));
+    uint64_t k0, k1;
+    std::memcpy(&k0, b0, 8);
+    std::memcpy(&k1, b1, 8);
+    const __m512i l = _mm512_and_si512(_mm512_slli_epi16(v, 3), m);
+    const __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 1), m);
+    lo = _mm512_mask_add_epi8(l, _cvtu64_mask64(k0), l, top);
+    hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
+}
+inline I q5_dot(I acc) { return _mm512_srai_epi32(acc, 3); }
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -261,6 +277,34 @@ inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
 }
 inline I q4_dot(I acc) { return acc; }
 #endif
+// 0xff in byte i where bit i of the 32 bits at b is set.
+inline __m256i bit_bytes(const uint8_t* b) {
+    int32_t w;
+    std::memcpy(&w, b, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(w), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                               2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i sel = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
+}
+inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+    const __m256i m = _mm256_set1_epi8(0x78), top = _mm256_set1_epi8(char(0x80));
+    lo = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(v, 3), m), _mm256_and_si256(bit_bytes(b0), top));
+    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 1), m), _mm256_and_si256(bit_bytes(b1), top));
+#else
+    const __m256i m = _mm256_set1_epi8(0x0f), b = _mm256_set1_epi8(112), sixteen = _mm256_set1_epi8(16);
+    lo = _mm256_add_epi8(_mm256_add_epi8(_mm256_and_si256(v, m), b), _mm256_and_si256(bit_bytes(b0), sixteen));
+    hi = _mm256_add_epi8(_mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), b),
+                         _mm256_and_si256(bit_bytes(b1), sixteen));
+#endif
+}
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+inline I q5_dot(I acc) { return _mm256_srai_epi32(acc, 3); }
+#else
+inline I q5_dot(I acc) { return acc; }
+#endif
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -406,6 +450,17 @@ inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
 }
 inline I q4_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 4;  // arithmetic: exact on multiples of 16
+    return acc;
+}
+inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        const int h0 = (b0[i / 8] >> (i % 8)) & 1, h1 = (b1[i / 8] >> (i % 8)) & 1;
+        lo.b[i] = uint8_t(8 * ((p[i] & 15) + 16 * h0));
+        hi.b[i] = uint8_t(8 * ((p[i] >> 4) + 16 * h1));
+    }
+}
+inline I q5_dot(I acc) {
+    for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 3;  // arithmetic: exact on multiples of 8
     return acc;
 }
 inline X4 bcast4(const int8_t* p) {

@@ -1,0 +1,455 @@
+// The low-bit formats q4 and q5: q4's scale search against hand-computed
+// groups and against round-to-nearest, q5's round-to-nearest on hand-computed
+// groups, the documented nibble and bit layouts, exact repacking of given
+// quants (GGUF Q4_0, Q5_0), and every runnable target's matmul against the
+// reference (ref::matmul_q8 of the q values: exactly where the fp32 sums are
+// exact, else tightly), and q5 against q8 holding the same values, bit for bit.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/formats/format.hpp"
+#include "kernels/formats/q4.hpp"
+#include "kernels/formats/q5.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+#include "kernels/ref.hpp"
+#include "staticlm/error.hpp"
+#include "targets.hpp"
+
+using namespace staticlm;
+using namespace staticlm::kernels;
+
+namespace {
+
+constexpr int G = kQ8Group;
+
+// Σ w (x - s q)² with w = x² + mean(x²), the error the search minimizes.
+double weighted_error(const float* x, const int8_t* q, float s) {
+    double mean2 = 0;
+    for (int i = 0; i < G; ++i) mean2 += double(x[i]) * x[i];
+    mean2 /= G;
+    double e = 0;
+    for (int i = 0; i < G; ++i) {
+        const double d = double(x[i]) - double(s) * q[i];
+        e += (double(x[i]) * x[i] + mean2) * d * d;
+    }
+    return e;
+}
+
+// llama.cpp's Q4_0 rule (round to nearest, the largest |x| at -8), written
+// from its definition: d = max / -8 as a half, q = clamp(round(x / d)).
+float rtn_q4(const float* x, int8_t* q) {
+    float amax = 0, mx = 0;
+    for (int i = 0; i < G; ++i)
+        if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), mx = x[i];
+    const float d = f16_to_f32(f32_to_f16(mx / -8.0f));
+    for (int i = 0; i < G; ++i)
+        q[i] = d == 0 ? 0 : int8_t(std::clamp(std::round(x[i] / d), -8.0f, 7.0f));
+    return d;
+}
+
+// What the tests need of a low-bit format: its q range, the documented block
+// (bytes, where the scales are, how row r's k = j is read from the bytes),
+// the reference quantizer and the packer of given quants.
+struct LowBit {
+    WeightType type;
+    int lo, hi;
+    size_t block_bytes, scale_off;
+    int (*block_q)(const uint8_t* blk, int r, int j);
+    void (*ref_row)(const float* x, int k, int8_t* q, float* scale);
+    void (*pack_given)(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+};
+
+// The layouts as q4.hpp and q5.hpp document them, read independently.
+int q4_block_q(const uint8_t* blk, int r, int j) {
+    const uint8_t byte = blk[(j / 8) * 64 + r * 4 + j % 4];
+    return ((j % 8) < 4 ? byte & 15 : byte >> 4) - 8;
+}
+int q5_block_q(const uint8_t* blk, int r, int j) {
+    const uint8_t byte = blk[(j / 8) * 64 + r * 4 + j % 4];
+    const int bit = 4 * r + j % 4;  // of quad j / 4's little-endian 64-bit word
+    const int hi = (blk[256 + 8 * (j / 4) + bit / 8] >> (bit % 8)) & 1;
+    return ((j % 8) < 4 ? byte & 15 : byte >> 4) + 16 * hi - 16;
+}
+
+const LowBit kQ4{WeightType::q4, -8, 7, 288, 256, q4_block_q, ref::quantize_weight_row_q4, pack_q4_quants};
+const LowBit kQ5{WeightType::q5, -16, 15, 352, 320, q5_block_q, ref::quantize_weight_row_q5, pack_q5_quants};
+
+struct LowBitMatrix {
+    Buffer buf;
+    PackedMatrix w;
+    std::vector<int8_t> q;  // [n][k_pad]
+    std::vector<float> s;   // [n][k_pad/32]
+};
+
+LowBitMatrix make_matrix(const LowBit& f, const KernelTable& kt, const std::vector<float>& src, int n, int k) {
+    LowBitMatrix m;
+    const size_t bytes = packed_bytes(f.type, n, k);
+    m.buf = Buffer(std::max<size_t>(bytes, 64));
+    m.w = {f.type, n, k, m.buf.data(), bytes};
+    for (int p0 = 0; p0 < n; p0 += kPanelRows)
+        kt.pack_panel(f.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
+                      std::min(kPanelRows, n - p0), k,
+                      m.buf.data() + size_t(p0 / kPanelRows) * format_info(f.type).panel_bytes(k));
+    const int kp = padded_k(f.type, k);
+    m.q.resize(size_t(n) * size_t(kp));
+    m.s.resize(size_t(n) * size_t(kp / G));
+    for (int r = 0; r < n; ++r)
+        f.ref_row(src.data() + size_t(r) * size_t(k), k, m.q.data() + size_t(r) * kp,
+                  m.s.data() + size_t(r) * size_t(kp / G));
+    return m;
+}
+
+// Groups that the format holds exactly: q in [lo, hi] times a power of two,
+// lo at the largest |x| (so round to nearest finds the scale and the error is 0).
+std::vector<float> exact_values(const LowBit& f, int rows, int k, std::mt19937& rng) {
+    std::vector<float> v(size_t(rows) * size_t(k));
+    std::uniform_int_distribution<int> small(f.lo + 1, -f.lo - 1), expo(-2, 0), pos(0, G - 1), sign(0, 1);
+    for (int r = 0; r < rows; ++r)
+        for (int g0 = 0; g0 < k; g0 += G) {
+            const float scale = std::ldexp(1.0f, expo(rng)) * (sign(rng) ? 1.0f : -1.0f);
+            const int len = std::min(G, k - g0);
+            const int big = pos(rng) % len;
+            for (int i = 0; i < len; ++i)
+                v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(i == big ? f.lo : small(rng)) * scale;
+        }
+    return v;
+}
+
+// Activation rows whose q8 quantization is exact: one element of each group
+// is ±127·2^e (scale 2^e), the others small integers · 2^e.
+std::vector<float> exact_acts(int rows, int k, std::mt19937& rng) {
+    std::vector<float> v(size_t(rows) * size_t(k));
+    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, G - 1), sign(0, 1);
+    for (int r = 0; r < rows; ++r)
+        for (int g0 = 0; g0 < k; g0 += G) {
+            const float scale = std::ldexp(1.0f, expo(rng));
+            const int len = std::min(G, k - g0);
+            const int big = pos(rng) % len;
+            for (int i = 0; i < len; ++i)
+                v[size_t(r) * size_t(k) + size_t(g0 + i)] =
+                    float(i == big ? (sign(rng) ? 127 : -127) : small(rng)) * scale;
+        }
+    return v;
+}
+
+std::vector<float> random_values(size_t count, std::mt19937& rng) {
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(count);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("q4 quantizer: hand-computed groups") {
+    float x[G] = {};
+    int8_t q[G];
+    SUBCASE("exact group: the largest |x| takes -8, the scale carries the sign") {
+        x[0] = 8.0f;  // scale -1: 8 -> -8
+        x[1] = -7.0f;
+        x[2] = 3.0f;
+        x[5] = 0.0f;
+        CHECK(quantize_q4_group(x, q) == -1.0f);
+        CHECK(q[0] == -8);
+        CHECK(q[1] == 7);
+        CHECK(q[2] == -3);
+        for (int i = 3; i < G; ++i) CHECK(q[i] == 0);
+    }
+    SUBCASE("exact group with a negative maximum and a fractional scale") {
+        x[3] = -2.0f;  // scale 0.25
+        x[4] = 1.75f;
+        x[7] = -0.25f;
+        CHECK(quantize_q4_group(x, q) == 0.25f);
+        CHECK(q[3] == -8);
+        CHECK(q[4] == 7);
+        CHECK(q[7] == -1);
+    }
+    SUBCASE("all zero, NaN and inf give scale 0 and q 0") {
+        CHECK(quantize_q4_group(x, q) == 0.0f);
+        for (int i = 0; i < G; ++i) CHECK(q[i] == 0);
+        x[1] = 1.0f;
+        x[9] = std::nanf("");
+        CHECK(quantize_q4_group(x, q) == 0.0f);
+        for (int i = 0; i < G; ++i) CHECK(q[i] == 0);
+        x[9] = -INFINITY;
+        CHECK(quantize_q4_group(x, q) == 0.0f);
+    }
+    SUBCASE("between the grid points round to nearest wastes: the search does not") {
+        // Largest |x| 7.5 puts round to nearest at scale -0.9375, where the
+        // values 3 (q = -3.2) and -5 (q = 5.33) land between levels; scale -1
+        // is a half that the candidates reach and holds all but the 7.5
+        // (error 0.25 on it) exactly.
+        for (int i = 0; i < G; ++i) x[i] = i % 2 ? 3.0f : -5.0f;
+        x[0] = 7.5f;
+        int8_t qr[G];
+        const float sr = rtn_q4(x, qr);
+        CHECK(sr == -0.9375f);
+        const float s = quantize_q4_group(x, q);
+        CHECK(weighted_error(x, q, s) < 0.5 * weighted_error(x, qr, sr));
+    }
+    SUBCASE("huge values: the scale stays a finite half") {
+        x[0] = 3e38f;
+        x[1] = -1e38f;
+        const float s = quantize_q4_group(x, q);
+        CHECK(std::isfinite(s));
+        CHECK(s == f16_to_f32(f32_to_f16(s)));
+        CHECK(std::fabs(s) == 65504.0f);
+    }
+}
+
+TEST_CASE("q4 quantizer: never worse than round to nearest, better on average") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::student_t_distribution<float> heavy(3.0f);  // weights have outliers
+    double sum_search = 0, sum_rtn = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+        float x[G];
+        for (float& v : x) v = trial % 2 ? normal(rng) : heavy(rng) * 0.02f;
+        int8_t q[G], qr[G];
+        const float s = quantize_q4_group(x, q);
+        const float sr = rtn_q4(x, qr);
+        REQUIRE(s == f16_to_f32(f32_to_f16(s)));
+        for (int i = 0; i < G; ++i) REQUIRE((q[i] >= -8 && q[i] <= 7));
+        const double e = weighted_error(x, q, s), er = weighted_error(x, qr, sr);
+        CHECK(e <= er * (1 + 1e-12));
+        sum_search += e;
+        sum_rtn += er;
+    }
+    MESSAGE("q4 weighted error, search / round to nearest: ", sum_search / sum_rtn);
+    CHECK(sum_search < 0.9 * sum_rtn);  // 0.857 measured
+}
+
+TEST_CASE("q5 quantizer: round to nearest on hand-computed groups") {
+    float x[G] = {};
+    int8_t q[G];
+    SUBCASE("the largest |x| takes -16, halves round away from zero, +16 clamps to 15") {
+        x[0] = 16.0f;  // scale -1
+        x[1] = 2.5f;   // -2.5 -> -3
+        x[2] = -0.5f;  // 0.5 -> 1
+        x[3] = -16.0f;  // 16 -> 15
+        x[4] = 15.0f;
+        CHECK(quantize_q5_group(x, q) == -1.0f);
+        CHECK(q[0] == -16);
+        CHECK(q[1] == -3);
+        CHECK(q[2] == 1);
+        CHECK(q[3] == 15);
+        CHECK(q[4] == -15);
+        for (int i = 5; i < G; ++i) CHECK(q[i] == 0);
+    }
+    SUBCASE("a negative maximum: positive scale; the scale is rounded to a half first") {
+        x[7] = -3.2f;  // scale half(0.2) = 0.199951171875
+        x[8] = 1.0f;   // 1 / 0.19995 = 5.0012 -> 5
+        const float s = quantize_q5_group(x, q);
+        CHECK(s == 0.199951171875f);
+        CHECK(q[7] == -16);
+        CHECK(q[8] == 5);
+    }
+    SUBCASE("all zero, NaN and inf give scale 0 and q 0; huge values a finite half") {
+        CHECK(quantize_q5_group(x, q) == 0.0f);
+        x[1] = 1.0f;
+        x[9] = std::nanf("");
+        CHECK(quantize_q5_group(x, q) == 0.0f);
+        for (int i = 0; i < G; ++i) CHECK(q[i] == 0);
+        x[9] = 3e38f;
+        x[1] = -1e38f;
+        CHECK(std::fabs(quantize_q5_group(x, q)) == 65504.0f);
+    }
+}
+
+TEST_CASE("low-bit panels: the documented layouts, unpack_row, every target") {
+    std::mt19937 rng(5);
+    for (const LowBit* fp : {&kQ4, &kQ5})
+    for_each_target([&](const KernelTable& kt) {
+        const LowBit& f = *fp;
+        CAPTURE(weight_type_name(f.type));
+        for (int k : {1, 31, 32, 33, 100, 300})
+            for (int n : {1, 15, 16, 17, 40}) {
+                CAPTURE(k);
+                CAPTURE(n);
+                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+                LowBitMatrix m = make_matrix(f, kt, src, n, k);
+                const int kp = padded_k(f.type, k), ng = kp / G;
+                const size_t panel = format_info(f.type).panel_bytes(k);
+                REQUIRE(panel == size_t(ng) * f.block_bytes);
+                int bad = 0;
+                for (int r = 0; r < ((n + 15) / 16) * 16; ++r)
+                    for (int g = 0; g < ng; ++g) {
+                        const auto* blk = reinterpret_cast<const uint8_t*>(m.buf.data()) + size_t(r / 16) * panel +
+                                          size_t(g) * f.block_bytes;
+                        const int rr = r % 16;
+                        uint16_t h;
+                        std::memcpy(&h, blk + f.scale_off + 2 * rr, 2);
+                        const float want_s = r < n ? m.s[size_t(r) * ng + g] : 0.0f;
+                        if (f16_to_f32(h) != want_s && bad++ < 5) FAIL_CHECK("scale r ", r, " g ", g);
+                        for (int j = 0; j < G; ++j) {
+                            const int want = r < n ? m.q[size_t(r) * kp + size_t(g * G + j)] : 0;
+                            if (f.block_q(blk, rr, j) != want && bad++ < 5) FAIL_CHECK("q r ", r, " k ", g * G + j);
+                        }
+                    }
+                std::vector<float> row(static_cast<size_t>(k));
+                for (int r = 0; r < n; ++r) {
+                    unpack_row(m.w, r, 2.0f, row.data());
+                    for (int i = 0; i < k; ++i) {
+                        const float want = float(m.q[size_t(r) * kp + i]) * m.s[size_t(r) * ng + i / G] * 2.0f;
+                        if (row[size_t(i)] != want && bad++ < 5) FAIL_CHECK("unpack r ", r, " i ", i);
+                    }
+                }
+                CHECK(bad == 0);
+            }
+    });
+}
+
+TEST_CASE("low-bit formats from given quants (GGUF Q4_0, Q5_0): exact, row ranges, range checked") {
+    for (const LowBit* fp : {&kQ4, &kQ5}) {
+    const LowBit& f = *fp;
+    CAPTURE(weight_type_name(f.type));
+    const int n = 20, k = 64;
+    std::mt19937 rng(2);
+    std::uniform_int_distribution<int> val(f.lo, f.hi);
+    std::vector<int8_t> q(size_t(n) * k);
+    std::vector<uint16_t> s(size_t(n) * (k / G));
+    for (auto& v : q) v = int8_t(val(rng));
+    for (size_t i = 0; i < s.size(); ++i) s[i] = f32_to_f16(0.01f * float(i + 1) * (i % 3 ? 1.0f : -1.0f));
+    Buffer buf(packed_bytes(f.type, n, k));
+    const PackedMatrix w{f.type, n, k, buf.data(), buf.size()};
+    f.pack_given(q.data(), s.data(), n, k, 0, 16, buf.data());
+    f.pack_given(q.data() + 16 * k, s.data() + 16 * (k / G), n, k, 16, n, buf.data());
+    std::vector<float> row(k);
+    for (int r = 0; r < n; ++r) {
+        unpack_row(w, r, 1.0f, row.data());
+        for (int i = 0; i < k; ++i)
+            REQUIRE(row[size_t(i)] == float(q[size_t(r) * k + i]) * f16_to_f32(s[size_t(r) * (k / G) + i / G]));
+    }
+    // Padding rows 20..31 of the last panel read back as zeros (unpack_row
+    // stops at n, so read the block directly).
+    const auto* last = reinterpret_cast<const uint8_t*>(buf.data()) + format_info(f.type).panel_bytes(k);
+    for (int rr = n - 16; rr < 16; ++rr)
+        for (int j = 0; j < G; ++j) REQUIRE(f.block_q(last, rr, j) == 0);
+    const std::string name = f.type == WeightType::q4 ? "pack_q4_quants" : "pack_q5_quants";
+    q[5] = int8_t(f.hi + 1);
+    CHECK_THROWS_WITH_AS(f.pack_given(q.data(), s.data(), n, k, 0, 16, buf.data()),
+                         (name + ": value " + std::to_string(f.hi + 1) + " of row 0 is outside [" +
+                          std::to_string(f.lo) + ", " + std::to_string(f.hi) + "]").c_str(),
+                         Error);
+    q[5] = int8_t(f.lo - 1);
+    CHECK_THROWS_AS(f.pack_given(q.data(), s.data(), n, k, 0, 16, buf.data()), Error);
+    CHECK_THROWS_AS(f.pack_given(q.data(), s.data(), n, 48, 0, 16, buf.data()), Error);
+    }
+}
+
+namespace {
+
+// kt's q4 matmul on a strided, misaligned x and y against ref::matmul_q8 of
+// the reference-quantized weights; exact: bitwise, else a tight bound.
+void check_matmul(const LowBit& f, const KernelTable& kt, int m, int n, int k, int n_threads, bool exact,
+                  std::mt19937& rng) {
+    CAPTURE(weight_type_name(f.type));
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(n_threads);
+    const std::vector<float> w = exact ? exact_values(f, n, k, rng) : random_values(size_t(n) * size_t(k), rng);
+    LowBitMatrix mat = make_matrix(f, kt, w, n, k);
+    const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
+    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
+    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
+    for (int r = 0; r < m; ++r)
+        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
+    const float* x = xbuf.data() + 1;
+    const float kGuard = -777.0f;
+    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n));
+    float* y = ybuf.data() + 1;
+    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(f.type, m, k), 64));
+    matmul(kt, mat.w, x, ldx, m, y, ldy, scratch.data(), n_threads);
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    int bad = 0;
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c) {
+            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
+            double mag = 0;
+            for (int i = 0; i < k; ++i) mag += std::fabs(double(x[size_t(r) * ldx + i]) * w[size_t(c) * k + i]);
+            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
+            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
+        }
+    for (int r = 0; r + 1 < m; ++r)
+        for (size_t c = size_t(n); c < ldy; ++c)
+            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
+    CHECK(ybuf[0] == kGuard);
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("low-bit matmuls equal the reference exactly on every target (exact fp32 sums)") {
+    std::mt19937 rng(7);
+    for (const LowBit* f : {&kQ4, &kQ5})
+        for_each_target([&](const KernelTable& kt) {
+            for (int m : {0, 1, 2, 3, 5, 6, 7, 13})
+                for (int n : {1, 15, 16, 17, 33, 48})
+                    for (int k : {1, 31, 32, 33, 64, 100})
+                        for (int threads : {1, 2}) check_matmul(*f, kt, m, n, k, threads, true, rng);
+            for (int threads : {1, 2}) {
+                check_matmul(*f, kt, 64, 33, 100, threads, true, rng);
+                check_matmul(*f, kt, 100, 17, 33, threads, true, rng);  // rows split
+                check_matmul(*f, kt, 29, 200, 64, threads, true, rng);  // panels split
+            }
+        });
+}
+
+TEST_CASE("low-bit matmuls match the reference on random data on every target") {
+    std::mt19937 rng(9);
+    for (const LowBit* f : {&kQ4, &kQ5})
+        for_each_target([&](const KernelTable& kt) {
+            for (int m : {1, 2, 5, 12, 64})
+                for (int n : {17, 33, 80})
+                    for (int k : {33, 100, 256})
+                        for (int threads : {1, 2}) check_matmul(*f, kt, m, n, k, threads, false, rng);
+            check_matmul(*f, kt, 70, 130, 300, 2, false, rng);
+        });
+}
+
+// A Q5_0 file loads as q5 (native) or as q8 (--weights q8) holding the same
+// values; both matmuls compute the exact group sums and the same fp32
+// epilogue, so every output is the same bits, on every target, for decode and
+// prefill shapes (16-row AMX blocks for q8 where the CPU has them).
+TEST_CASE("q5 and q8 holding the same Q5_0 values give the same bits on every target") {
+    std::mt19937 rng(13);
+    std::uniform_int_distribution<int> val(-16, 15);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const int k : {32, 96, 640})
+        for (const int n : {17, 48}) {
+            CAPTURE(k);
+            CAPTURE(n);
+            std::vector<int8_t> q(size_t(n) * size_t(k));
+            std::vector<uint16_t> s(size_t(n) * size_t(k / G));
+            for (auto& v : q) v = int8_t(val(rng));
+            for (auto& v : s) v = f32_to_f16(0.05f * normal(rng));
+            Buffer b5(packed_bytes(WeightType::q5, n, k)), b8(packed_bytes(WeightType::q8, n, k));
+            pack_q5_quants(q.data(), s.data(), n, k, 0, n, b5.data());
+            pack_q8_quants(q.data(), s.data(), n, k, 0, n, b8.data());
+            const PackedMatrix w5{WeightType::q5, n, k, b5.data(), b5.size()};
+            const PackedMatrix w8{WeightType::q8, n, k, b8.data(), b8.size()};
+            for (const int m : {1, 3, 16, 37}) {
+                CAPTURE(m);
+                std::vector<float> x(size_t(m) * size_t(k));
+                for (float& v : x) v = normal(rng);
+                for_each_target([&](const KernelTable& kt) {
+                    std::vector<float> y5(size_t(m) * size_t(n)), y8(y5.size());
+                    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q8, m, k), 64));
+                    REQUIRE(matmul_scratch_bytes(WeightType::q5, m, k) == matmul_scratch_bytes(WeightType::q8, m, k));
+                    matmul(kt, w5, x.data(), size_t(k), m, y5.data(), size_t(n), scratch.data(), 2);
+                    matmul(kt, w8, x.data(), size_t(k), m, y8.data(), size_t(n), scratch.data(), 2);
+                    int bad = 0;
+                    for (size_t i = 0; i < y5.size(); ++i)
+                        if (std::memcmp(&y5[i], &y8[i], 4) != 0 && bad++ < 5) FAIL_CHECK("output ", i, ": ", y5[i], " != ", y8[i]);
+                    CHECK(bad == 0);
+                });
+            }
+        }
+}
