@@ -231,6 +231,24 @@ void deq_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
     }
 }
 
+}  // namespace
+
+void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+    const auto* x = static_cast<const BlockQ4_K*>(src);
+    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 8, m += 8) {
+        d[i] = x[i].d;
+        dmin[i] = x[i].dmin;
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                q[64 * c + l] = uint8_t(x[i].qs[32 * c + l] & 0xF);
+                q[64 * c + 32 + l] = uint8_t(x[i].qs[32 * c + l] >> 4);
+            }
+        for (int j = 0; j < 8; ++j) k4_scale_min(j, x[i].scales, sc[j], m[j]);
+    }
+}
+
+namespace {
+
 void deq_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = half(x[i].d), dmin = half(x[i].dmin);

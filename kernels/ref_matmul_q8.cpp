@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/ref.hpp"
 
@@ -63,6 +64,50 @@ void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
 
 void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale) {
     quantize_low_bit_row(quantize_q5_group, x, k, q, scale);
+}
+
+void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    const int k_pad = padded_k(WeightType::q4k, k);
+    for (int s0 = 0; s0 < k_pad; s0 += kQ4kSuper) {
+        float buf[kQ4kSuper] = {};
+        for (int i = 0; i < kQ4kSuper && s0 + i < k; ++i) buf[i] = x[s0 + i];
+        uint8_t sc[kQ4kGroups], mn[kQ4kGroups];
+        uint16_t d, dmin;
+        quantize_q4k_super(buf, wn + s0, sc, mn, &d, &dmin);
+        for (int g = 0; g < kQ4kGroups; ++g) {
+            ws[s0 / kQ8Group + g] = f16_to_f32(d) * float(sc[g]);
+            wm[s0 / kQ8Group + g] = f16_to_f32(dmin) * float(mn[g]);
+        }
+    }
+}
+
+void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
+                int m, float* y, size_t ldy) {
+    const int k_pad = padded_k(WeightType::q4k, k), k_act = padded_k(WeightType::q8, k);
+    const int n_groups = k_act / kQ8Group, w_groups = k_pad / kQ8Group;
+    std::vector<int8_t> xq(static_cast<size_t>(k_act));
+    std::vector<float> xs(static_cast<size_t>(n_groups));
+    for (int r = 0; r < m; ++r) {
+        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        for (int c = 0; c < n; ++c) {
+            const uint8_t* wrow = wn + size_t(c) * size_t(k_pad);
+            float acc = 0.0f;
+            for (int g = 0; g < n_groups; ++g) {
+                int32_t dot = 0, sum = 0;
+                for (int i = g * kQ8Group; i < (g + 1) * kQ8Group; ++i) {
+                    dot += int32_t(wrow[i]) * int32_t(xq[size_t(i)]);
+                    sum += int32_t(xq[size_t(i)]);
+                }
+                const float xsg = xs[size_t(g)];
+                const size_t wi = size_t(c) * size_t(w_groups) + size_t(g);
+                const float t1 = (xsg * ws[wi]) * float(dot);
+                acc += t1;
+                const float t2 = wm[wi] * -(xsg * float(sum));
+                acc += t2;
+            }
+            y[size_t(r) * ldy + size_t(c)] = acc;
+        }
+    }
 }
 
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "kernels/formats/q4k.hpp"
 #include "model/family.hpp"
 #include "model/gguf.hpp"
 #include "model/model.hpp"
@@ -26,7 +27,7 @@ namespace staticlm::detail {
 namespace {
 
 // --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0, Q4_0 and Q5_0; every other quantized type fits in q8's 8 bits).
+// Q8_0, Q4_0, Q5_0 and Q4_K; every other quantized type fits in q8's 8 bits).
 WeightType native_weight_type(kernels::GgmlType t) {
     switch (t) {
         case kernels::GgmlType::f32: return WeightType::f32;
@@ -34,6 +35,7 @@ WeightType native_weight_type(kernels::GgmlType t) {
         case kernels::GgmlType::bf16: return WeightType::bf16;
         case kernels::GgmlType::q4_0: return WeightType::q4;
         case kernels::GgmlType::q5_0: return WeightType::q5;
+        case kernels::GgmlType::q4_k: return WeightType::q4k;
         default: return WeightType::q8;
     }
 }
@@ -202,11 +204,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-    // Per thread: decoded f32 rows, or Q8_0/Q5_0/Q4_0 quants and scales.
+    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K fields.
     struct Scratch {
         std::vector<float> f32;
         std::vector<int8_t> quants;
         std::vector<uint16_t> scales;
+        std::vector<uint8_t> nibbles, sc, mins;
+        std::vector<uint16_t> d, dmin;
     };
     run_tasks_in_order<Scratch>(n_threads, n_tasks, [&](long ti, const kernels::Team& team, Scratch& buf) {
         const Task& task = tasks[size_t(ti)];
@@ -230,7 +234,15 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             kernels::kPanelRows,
             int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
         const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
-        if (direct) {
+        // Q4_K into q4k: its fields as they are.
+        const bool q4k = type == WeightType::q4k && t.type == kernels::GgmlType::q4_k;
+        if (q4k) {
+            buf.nibbles.resize(rows_max * row_floats);
+            buf.sc.resize(rows_max * row_floats / kernels::kQ8Group);
+            buf.mins.resize(buf.sc.size());
+            buf.d.resize(rows_max * row_floats / kernels::kQ4kSuper);
+            buf.dmin.resize(buf.d.size());
+        } else if (direct) {
             buf.quants.resize(rows_max * row_floats);
             buf.scales.resize(rows_max * row_floats / kernels::kQ8Group);
         } else {
@@ -245,7 +257,16 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                 const int64_t count = interleaved ? 1 : r1 - r0;
                 const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
                 const size_t at = size_t(r - r0) * row_floats;
-                if (direct) {
+                if (q4k) {
+                    const size_t s = at / kernels::kQ4kSuper;
+                    kernels::ggml_q4k_fields(blocks, count * e.k, buf.nibbles.data() + at,
+                                             buf.sc.data() + at / kernels::kQ8Group,
+                                             buf.mins.data() + at / kernels::kQ8Group, buf.d.data() + s,
+                                             buf.dmin.data() + s);
+                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ4kSuper; ++b)
+                        if ((buf.d[s + b] & 0x7c00) == 0x7c00 || (buf.dmin[s + b] & 0x7c00) == 0x7c00)
+                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ4kSuper);
+                } else if (direct) {
                     uint16_t* sc = buf.scales.data() + at / kernels::kQ8Group;
                     kernels::ggml_to_q8_quants(t.type, blocks, buf.quants.data() + at, sc, count * e.k);
                     for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
@@ -258,7 +279,10 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                         throw_non_finite(t, g * e.k + bad);
                 }
             }
-            if (direct && type == WeightType::q4)
+            if (q4k)
+                kernels::pack_q4k_quants(buf.nibbles.data(), buf.sc.data(), buf.mins.data(), buf.d.data(),
+                                         buf.dmin.data(), e.n, e.k, r0, r1, e.matrix->data);
+            else if (direct && type == WeightType::q4)
                 kernels::pack_q4_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
             else if (direct && type == WeightType::q5)
                 kernels::pack_q5_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);

@@ -28,7 +28,8 @@ static_assert(int(SLM_WEIGHTS_Q8) == int(staticlm::WeightType::q8) &&
               int(SLM_WEIGHTS_BF16) == int(staticlm::WeightType::bf16) &&
               int(SLM_WEIGHTS_F32) == int(staticlm::WeightType::f32) &&
               int(SLM_WEIGHTS_Q4) == int(staticlm::WeightType::q4) &&
-              int(SLM_WEIGHTS_Q5) == int(staticlm::WeightType::q5));
+              int(SLM_WEIGHTS_Q5) == int(staticlm::WeightType::q5) &&
+              int(SLM_WEIGHTS_Q4K) == int(staticlm::WeightType::q4k));
 
 namespace {
 

@@ -96,6 +96,7 @@ typedef enum slm_weights {
     SLM_WEIGHTS_F32 = 3,
     SLM_WEIGHTS_Q4 = 4, /* 4-bit, one scale per 32 inputs */
     SLM_WEIGHTS_Q5 = 5, /* 5-bit, one scale per 32 inputs (GGUF Q5_0) */
+    SLM_WEIGHTS_Q4K = 6, /* GGUF Q4_K: 4-bit, 6-bit scales and mins per 32 */
     /* Each matrix in the format nearest the one its file stores: F32, F16,
      * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5 (bit for bit), other
      * GGUF quantized types as q8 (as `--weights native`). */

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/formats/q8.hpp"
 #include "kernels/simd/amx.hpp"
@@ -46,7 +47,33 @@ static_assert(kQ8Group % kL == 0 && kPanelRows % kL == 0);
 // of the block's q) becomes kQuadsPerLoad dot operands, quads in k order, and
 // how a group's int32 sum of their dot steps becomes Σ q·x (vec::load_q4 and
 // vec::q4_dot say why q4 needs one).
-struct Q8Weights {
+inline int32_t load_i32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// Formats with one IEEE-half scale per row and group, blocks one per group
+// (q8, q4, q5): where group g's block is, its scales, and the group's
+// epilogue y += float(Σ q·x) · (w_s · x_s).
+template <class D>
+struct HalfScaleGroups {
+    static const std::byte* block(const std::byte* panel, int g) { return panel + size_t(g) * D::kBlockBytes; }
+    static size_t panel_bytes(int n_groups) { return size_t(n_groups) * D::kBlockBytes; }
+    struct Scales {
+        vec::F ws;
+    };
+    static Scales scales(const std::byte* blk, int /*g*/, int vp) {
+        return {vec::load(reinterpret_cast<const uint16_t*>(blk + D::kScaleOff) + kL * vp)};
+    }
+    static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
+        float x_s;
+        std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
+        return vec::fma(vec::to_float(D::dot(acc)), vec::mul(s.ws, vec::set1(x_s)), f);
+    }
+};
+
+struct Q8Weights : HalfScaleGroups<Q8Weights> {
     static constexpr size_t kBlockBytes = sizeof(Q8Block);
     static constexpr size_t kQOff = offsetof(Q8Block, q);
     static constexpr size_t kScaleOff = offsetof(Q8Block, scale);
@@ -61,7 +88,7 @@ struct Q8Weights {
     }
     static vec::I dot(vec::I acc) { return acc; }
 };
-struct Q4Weights {
+struct Q4Weights : HalfScaleGroups<Q4Weights> {
     static constexpr size_t kBlockBytes = sizeof(Q4Block);
     static constexpr size_t kQOff = offsetof(Q4Block, q);
     static constexpr size_t kScaleOff = offsetof(Q4Block, scale);
@@ -78,7 +105,7 @@ struct Q4Weights {
     }
     static vec::I dot(vec::I acc) { return vec::q4_dot(acc); }
 };
-struct Q5Weights {
+struct Q5Weights : HalfScaleGroups<Q5Weights> {
     static constexpr size_t kBlockBytes = sizeof(Q5Block);
     static constexpr size_t kQOff = offsetof(Q5Block, lo);
     static constexpr size_t kHiOff = offsetof(Q5Block, hi);
@@ -91,6 +118,41 @@ struct Q5Weights {
         vec::load_q5(b + kQOff + 64 * jl + 4 * kL * vp, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
     }
     static vec::I dot(vec::I acc) { return vec::q5_dot(acc); }
+};
+// q4k: Q4_K super-blocks (kernels/formats/q4k.hpp). The dot steps are q4's on
+// unsigned nibbles; the epilogue recovers Σ n·x = Σ (n - 8)·x + 8·Σ x (the
+// activation group's Σ x is -corr / 128, exact) and subtracts the min term.
+struct Q4kWeights {
+    static constexpr size_t kBlockBytes = sizeof(Q4kGroup);  // a group; super-blocks add d and dmin
+    static constexpr size_t kQOff = offsetof(Q4kGroup, q);
+    static constexpr int kQuadsPerLoad = 2;
+    static constexpr size_t kPrefetchBlocks = 4;  // as q4
+    static const std::byte* block(const std::byte* panel, int g) {
+        return panel + size_t(g / kQ4kGroups) * sizeof(Q4kSuper) + size_t(g % kQ4kGroups) * sizeof(Q4kGroup);
+    }
+    static size_t panel_bytes(int n_groups) {
+        return size_t((n_groups + kQ4kGroups - 1) / kQ4kGroups) * sizeof(Q4kSuper);
+    }
+    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
+        vec::load_q4(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp), w[0], w[1]);
+    }
+    struct Scales {
+        vec::F ws, wm;  // d·sc and dmin·m of kL rows (exact)
+    };
+    static Scales scales(const std::byte* blk, int g, int vp) {
+        const auto* grp = reinterpret_cast<const Q4kGroup*>(blk);
+        const auto* sup = reinterpret_cast<const Q4kSuper*>(blk - size_t(g % kQ4kGroups) * sizeof(Q4kGroup));
+        return {vec::mul(vec::load(sup->d + kL * vp), vec::load_u8(grp->sc + kL * vp)),
+                vec::mul(vec::load(sup->dmin + kL * vp), vec::load_u8(grp->m + kL * vp))};
+    }
+    static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
+        float x_s;
+        std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
+        const int32_t sum_x = load_i32(row + a.corr_off + 4 * size_t(g)) / -128;
+        const vec::I nx = vec::iadd(vec::q4_dot(acc), vec::iset1(8 * sum_x));
+        f = vec::fma(vec::to_float(nx), vec::mul(s.ws, vec::set1(x_s)), f);
+        return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
+    }
 };
 constexpr size_t kBlockBytes = Q8Weights::kBlockBytes;
 constexpr size_t kQOff = Q8Weights::kQOff;
@@ -116,12 +178,6 @@ constexpr int kMr = kWide ? 6 : kScalarInt ? 4 : 2;
 constexpr bool kTwoPanelTiles = kWide || kScalarInt;
 // Unrolling all 8 quads of a group lets GCC hoist loads until 16 registers spill.
 constexpr int kUnrollQuads = kWide ? 8 : 2;
-
-inline int32_t load_i32(const void* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-}
 
 // ---------------------------------------------------------------------------
 // Quantization of one group of 32 floats (bit-identical to the reference)
@@ -259,7 +315,7 @@ void tile(const TileArgs& t) {
         for (int v = 0; v < NV; ++v) f[r][v] = vec::zero();
     for (int g = 0; g < a.n_groups; ++g) {
         const std::byte* blk[NP];
-        for (int p = 0; p < NP; ++p) blk[p] = t.panel[p] + size_t(g) * W::kBlockBytes;
+        for (int p = 0; p < NP; ++p) blk[p] = W::block(t.panel[p], g);
         if constexpr (MR == 1 && W::kPrefetchBlocks > 0)
             for (int p = 0; p < NP; ++p)
                 for (size_t o = 0; o < W::kBlockBytes; o += 64)
@@ -295,15 +351,9 @@ void tile(const TileArgs& t) {
         }
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
-            const vec::F ws =
-                vec::load(reinterpret_cast<const uint16_t*>(blk[v / kVecPerPanel] + W::kScaleOff) +
-                          kL * (v % kVecPerPanel));
+            const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, v % kVecPerPanel);
 #pragma GCC unroll 8
-            for (int r = 0; r < MR; ++r) {
-                float x_s;
-                std::memcpy(&x_s, act + r * stride + a.scale_off + 4 * size_t(g), 4);
-                f[r][v] = vec::fma(vec::to_float(W::dot(acc[r][v])), vec::mul(ws, vec::set1(x_s)), f[r][v]);
-            }
+            for (int r = 0; r < MR; ++r) f[r][v] = W::finish(sc, acc[r][v], act + r * stride, a, g, f[r][v]);
         }
     }
     for (int r = 0; r < MR; ++r)
@@ -536,7 +586,7 @@ template <class W, bool Amx>
 void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, int p0, int p1,
                int r0, int r1) {
     const PackedMatrix& w = *o.w;
-    const size_t panel_bytes = size_t(a.n_groups) * W::kBlockBytes;
+    const size_t panel_bytes = W::panel_bytes(a.n_groups);
     const int half = (p1 - p0 + 1) / 2;
 #if defined(STATICLM_AMX)
     if constexpr (Amx)
@@ -684,6 +734,27 @@ void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k,
     }
 }
 
+// q4k panels: each row's super-blocks through the scalar quantize_q4k_super.
+void pack_panel_q4k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+    static_assert(kPackTile == kQ4kSuper);
+    alignas(64) float buf[kQ4kSuper];
+    uint8_t n[kQ4kSuper], sc[kQ4kGroups], m[kQ4kGroups];
+    const auto* s = static_cast<const std::byte*>(src);
+    const size_t esize = st == SrcType::f32 ? 4 : 2;
+    for (int c0 = 0; c0 < k; c0 += kQ4kSuper) {
+        const int len = std::min(kQ4kSuper, k - c0);
+        std::byte* super = dst + size_t(c0 / kQ4kSuper) * sizeof(Q4kSuper);
+        std::memset(super, 0, sizeof(Q4kSuper));  // padding rows: n = 0, scales 0
+        std::fill(buf + len, buf + kQ4kSuper, 0.0f);
+        for (int r = 0; r < rows; ++r) {
+            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+            uint16_t d, dmin;
+            quantize_q4k_super(buf, n, sc, m, &d, &dmin);
+            detail::store_q4k_super(super, r, n, sc, m, d, dmin);
+        }
+    }
+}
+
 }  // namespace
 
 void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
@@ -696,11 +767,11 @@ namespace {
 template <class W>
 FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
 #if defined(STATICLM_AMX)
-    // q4 and q5 stay on VNNI: unpacking its nibbles for every tile made the AMX
+    // q4, q5 and q4k stay on VNNI: unpacking its nibbles for every tile made the AMX
     // path slower (K = 2048, N = 8192, M = 512, 2 threads: 815 against 858
     // GOPS, best of 5, bench_kernels).
-    if (cpu.amx_int8 && std::is_same_v<W, Q8Weights>)
-        return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
+    if constexpr (std::is_same_v<W, Q8Weights>)
+        if (cpu.amx_int8) return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
 #endif
     (void)cpu;
     return {matmul_int<W, false>, matmul_int_many<W, false>, pack};
@@ -714,6 +785,8 @@ FormatKernels q4_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q4Weights>(cpu,
                                   pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
 }
+
+FormatKernels q4k_kernels(const CpuFeatures& cpu) { return int_kernels<Q4kWeights>(cpu, pack_panel_q4k); }
 
 FormatKernels q5_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q5Weights>(cpu,

@@ -14,6 +14,7 @@
 
 #include "kernels/formats/format.hpp"
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
@@ -452,4 +453,231 @@ TEST_CASE("q5 and q8 holding the same Q5_0 values give the same bits on every ta
                 });
             }
         }
+}
+
+// ---------------------------------------------------------------------------
+// q4k (GGUF Q4_K kept as super-blocks)
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// Given Q4_K fields for n rows × k (k a multiple of 256): random nibbles and
+// 6-bit scales/mins; d and dmin powers of two (exact = true: every product of
+// the matmul is then exact in fp32) or random halves.
+struct Q4kFields {
+    int n, k;
+    std::vector<uint8_t> q, sc, m;
+    std::vector<uint16_t> d, dmin;
+};
+
+Q4kFields random_q4k(int n, int k, bool exact, std::mt19937& rng) {
+    Q4kFields f{n, k, {}, {}, {}, {}, {}};
+    std::uniform_int_distribution<int> nib(0, 15), six(0, 63), expo(-8, -5);
+    std::uniform_real_distribution<float> u(0.001f, 0.05f);
+    f.q.resize(size_t(n) * size_t(k));
+    f.sc.resize(size_t(n) * size_t(k / G));
+    f.m.resize(f.sc.size());
+    f.d.resize(size_t(n) * size_t(k / 256));
+    f.dmin.resize(f.d.size());
+    for (auto& v : f.q) v = uint8_t(nib(rng));
+    for (auto& v : f.sc) v = uint8_t(six(rng));
+    for (auto& v : f.m) v = uint8_t(six(rng));
+    for (size_t i = 0; i < f.d.size(); ++i) {
+        f.d[i] = f32_to_f16(exact ? std::ldexp(1.0f, expo(rng)) : u(rng));
+        f.dmin[i] = f32_to_f16(exact ? std::ldexp(1.0f, expo(rng)) : u(rng));
+    }
+    return f;
+}
+
+// The fields as the reference takes them: ws = d·sc, wm = dmin·m per group.
+void q4k_ref_scales(const Q4kFields& f, std::vector<float>& ws, std::vector<float>& wm) {
+    const int groups = f.k / G;
+    ws.resize(size_t(f.n) * size_t(groups));
+    wm.resize(ws.size());
+    for (int r = 0; r < f.n; ++r)
+        for (int g = 0; g < groups; ++g) {
+            const size_t i = size_t(r) * size_t(groups) + size_t(g), s = size_t(r) * size_t(f.k / 256) + size_t(g / 8);
+            ws[i] = f16_to_f32(f.d[s]) * float(f.sc[i]);
+            wm[i] = f16_to_f32(f.dmin[s]) * float(f.m[i]);
+        }
+}
+
+void check_q4k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
+                      const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads, bool exact,
+                      std::mt19937& rng) {
+    const int n = w.n, k = w.k;
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(n_threads);
+    const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
+    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
+    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
+    for (int r = 0; r < m; ++r)
+        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
+    const float* x = xbuf.data() + 1;
+    std::vector<float> ybuf(size_t(m) * ldy + 1, -777.0f), yref(size_t(m) * size_t(n));
+    float* y = ybuf.data() + 1;
+    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q4k, m, k), 64));
+    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
+    ref::matmul_q4k(wn.data(), ws.data(), wm.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    const int kp = padded_k(WeightType::q4k, k);
+    int bad = 0;
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c) {
+            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
+            double mag = 0;
+            for (int i = 0; i < k; ++i) {
+                const size_t gi = size_t(c) * size_t(kp / G) + size_t(i / G);
+                mag += std::fabs(double(x[size_t(r) * ldx + i])) *
+                       (std::fabs(double(ws[gi]) * wn[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(wm[gi])));
+            }
+            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
+            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
+        }
+    for (int r = 0; r + 1 < m; ++r)
+        for (size_t c = size_t(n); c < ldy; ++c)
+            if (y[size_t(r) * ldy + c] != -777.0f && bad++ < 5) FAIL_CHECK("wrote past n");
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("q4k from given Q4_K fields: the documented layout, unpack_row, range checks") {
+    std::mt19937 rng(21);
+    const int n = 20, k = 512;
+    const Q4kFields f = random_q4k(n, k, false, rng);
+    Buffer buf(packed_bytes(WeightType::q4k, n, k));
+    REQUIRE(buf.size() == 2 * 2 * size_t(2368));  // 2 panels × 2 super-blocks
+    pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16, buf.data());
+    pack_q4k_quants(f.q.data() + 16 * k, f.sc.data() + 16 * (k / G), f.m.data() + 16 * (k / G),
+                    f.d.data() + 16 * 2, f.dmin.data() + 16 * 2, n, k, 16, n, buf.data());
+    const PackedMatrix w{WeightType::q4k, n, k, buf.data(), buf.size()};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(buf.data());
+    std::vector<float> row(static_cast<size_t>(k));
+    int bad = 0;
+    for (int r = 0; r < 32; ++r) {
+        const uint8_t* panel = bytes + size_t(r / 16) * 2 * 2368;
+        const int rr = r % 16;
+        for (int s = 0; s < 2; ++s) {
+            const uint8_t* sup = panel + size_t(s) * 2368;
+            uint16_t d, dmin;
+            std::memcpy(&d, sup + 2304 + 2 * rr, 2);
+            std::memcpy(&dmin, sup + 2336 + 2 * rr, 2);
+            CHECK(d == (r < n ? f.d[size_t(r) * 2 + size_t(s)] : 0));
+            CHECK(dmin == (r < n ? f.dmin[size_t(r) * 2 + size_t(s)] : 0));
+            for (int g = 0; g < 8; ++g) {
+                const uint8_t* grp = sup + size_t(g) * 288;
+                const size_t gi = size_t(r) * size_t(k / G) + size_t(s * 8 + g);
+                if (grp[256 + rr] != (r < n ? f.sc[gi] : 0) && bad++ < 5) FAIL_CHECK("sc r ", r, " g ", g);
+                if (grp[272 + rr] != (r < n ? f.m[gi] : 0) && bad++ < 5) FAIL_CHECK("m r ", r, " g ", g);
+                for (int j = 0; j < G; ++j) {
+                    const uint8_t byte = grp[(j / 8) * 64 + rr * 4 + j % 4];
+                    const int nib = (j % 8) < 4 ? byte & 15 : byte >> 4;
+                    const int want = r < n ? f.q[size_t(r) * k + size_t((s * 8 + g) * G + j)] : 0;
+                    if (nib != want && bad++ < 5) FAIL_CHECK("q r ", r, " k ", (s * 8 + g) * G + j);
+                }
+            }
+        }
+    }
+    std::vector<float> ws, wm;
+    q4k_ref_scales(f, ws, wm);
+    for (int r = 0; r < n; ++r) {
+        unpack_row(w, r, 1.0f, row.data());
+        for (int i = 0; i < k; ++i) {
+            const size_t gi = size_t(r) * size_t(k / G) + size_t(i / G);
+            const float want = ws[gi] * float(f.q[size_t(r) * k + i]) - wm[gi];  // dequantize_ggml's order
+            if (row[size_t(i)] != want && bad++ < 5) FAIL_CHECK("unpack r ", r, " i ", i);
+        }
+    }
+    CHECK(bad == 0);
+    std::vector<uint8_t> q = f.q, sc = f.sc;
+    q[7] = 16;
+    CHECK_THROWS_WITH_AS(pack_q4k_quants(q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
+                                         buf.data()),
+                         "pack_q4k_quants: value 16 of row 0 is outside [0, 15]", Error);
+    sc[3] = 64;
+    CHECK_THROWS_AS(pack_q4k_quants(f.q.data(), sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
+                                    buf.data()),
+                    Error);
+    CHECK_THROWS_AS(pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, 288, 0, 16,
+                                    buf.data()),
+                    Error);  // not whole super-blocks
+}
+
+TEST_CASE("q4k quantizer: zeros, non-finite groups, error within the rounding step") {
+    float x[256] = {};
+    uint8_t n[256], sc[8], m[8];
+    uint16_t d, dmin;
+    quantize_q4k_super(x, n, sc, m, &d, &dmin);
+    CHECK(f16_to_f32(d) == 0.0f);
+    CHECK(f16_to_f32(dmin) == 0.0f);
+    for (int i = 0; i < 256; ++i) CHECK(n[i] == 0);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    double err2 = 0, step2 = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        for (float& v : x) v = normal(rng) * 0.02f;
+        if (trial == 0) x[40] = std::nanf("");  // group 1 becomes zeros
+        quantize_q4k_super(x, n, sc, m, &d, &dmin);
+        for (int g = 0; g < 8; ++g) {
+            const float ws = f16_to_f32(d) * float(sc[g]), wm = f16_to_f32(dmin) * float(m[g]);
+            if (trial == 0 && g == 1) {
+                for (int i = 32; i < 64; ++i) CHECK(n[i] == 0);
+                continue;
+            }
+            for (int i = g * 32; i < g * 32 + 32; ++i) {
+                REQUIRE(n[i] <= 15);
+                const double e = double(x[i]) - (double(ws) * n[i] - double(wm));
+                err2 += e * e;
+                step2 += double(ws) * ws;
+            }
+        }
+    }
+    // Rounding to a uniform grid leaves an RMS error of step / sqrt(12) = 0.29 step.
+    MESSAGE("q4k quantizer RMS error / RMS step: ", std::sqrt(err2 / step2));
+    CHECK(std::sqrt(err2 / step2) < 0.35);
+}
+
+TEST_CASE("q4k matmul equals the reference exactly on every target (exact fp32 sums)") {
+    std::mt19937 rng(17);
+    for_each_target([&](const KernelTable& kt) {
+        for (const int k : {256, 768})
+            for (const int n : {1, 16, 33}) {
+                const Q4kFields f = random_q4k(n, k, true, rng);
+                Buffer buf(packed_bytes(WeightType::q4k, n, k));
+                pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, n,
+                                buf.data());
+                const PackedMatrix w{WeightType::q4k, n, k, buf.data(), buf.size()};
+                std::vector<float> ws, wm;
+                q4k_ref_scales(f, ws, wm);
+                for (const int m : {0, 1, 2, 6, 7, 13, 40})
+                    for (const int threads : {1, 2}) check_q4k_matmul(kt, w, f.q, ws, wm, m, threads, true, rng);
+            }
+    });
+}
+
+TEST_CASE("q4k matmul matches the reference on random data on every target (float sources, padded k)") {
+    std::mt19937 rng(19);
+    for_each_target([&](const KernelTable& kt) {
+        for (const int k : {1, 33, 300, 512})
+            for (const int n : {17, 48}) {
+                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+                const size_t bytes = packed_bytes(WeightType::q4k, n, k);
+                Buffer buf(bytes);
+                const size_t panel = format_info(WeightType::q4k).panel_bytes(k);
+                for (int p0 = 0; p0 < n; p0 += kPanelRows)
+                    kt.pack_panel(WeightType::q4k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
+                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
+                const PackedMatrix w{WeightType::q4k, n, k, buf.data(), bytes};
+                const int kp = padded_k(WeightType::q4k, k);
+                std::vector<uint8_t> wn(size_t(n) * size_t(kp));
+                std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
+                for (int r = 0; r < n; ++r)
+                    ref::quantize_weight_row_q4k(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
+                                                 ws.data() + size_t(r) * size_t(kp / G),
+                                                 wm.data() + size_t(r) * size_t(kp / G));
+                for (const int m : {1, 5, 64}) check_q4k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+            }
+    });
 }

@@ -76,6 +76,12 @@ bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n);
 // other types.
 bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scales, int64_t n);
 
+// The fields of n elements of Q4_K blocks (n a multiple of 256), unpacked for
+// kernels::pack_q4k_quants: nibbles q[n], 6-bit sc[n / 32] and m[n / 32],
+// halves d[n / 256] and dmin[n / 256]; dequantize_ggml gives exactly
+// (half(d) · sc) · q - half(dmin) · m.
+void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+
 // ----------------------------------------------------------------- blocks
 // Every field is little-endian; "half" is an IEEE binary16 bit pattern.
 // Packed (alignment 1): GGUF only aligns tensor starts, and a file may choose

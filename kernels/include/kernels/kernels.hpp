@@ -104,6 +104,11 @@ void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n
 void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
 // The same for q5: q in [-16, 15], e.g. GGUF Q5_0.
 void pack_q5_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+// q4k from GGUF Q4_K fields (kernels::ggml_q4k_fields): rows [n0, n1) given
+// as nibbles q [n1 - n0][k] in [0, 15], 6-bit sc and m [n1 - n0][k / 32],
+// halves d and dmin [n1 - n0][k / 256]; k a multiple of 256; else Error(input).
+void pack_q4k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
+                     int n, int k, int n0, int n1, std::byte* dst);
 
 // Reads row `row` of a packed matrix back as floats (dequantized) — used for
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.

@@ -33,6 +33,14 @@ void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 //   y += (x_scale · w_scale) · float(dot)   (a product, then a sum: no FMA).
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
                int m, float* y, size_t ldy);
+// q4k weights (kernels/formats/q4k.hpp) unpacked: nibbles wn [n][k_pad] (k
+// padded to 256), per row and group of 32 the scale ws = d·sc and min
+// wm = dmin·m [n][k_pad/32] (from quantize_weight_row_q4k). x rows as for
+// matmul_q8; per group, in order, in fp32 (products then sums: no FMA):
+//   y += (x_scale · ws) · float(Σ wn·q_x);  y += wm · -(x_scale · float(Σ q_x))
+void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
+                int m, float* y, size_t ldy);
 
 // ---- ref_matmul_float.cpp ---------------------------------------------------
 // y[m][n] = x[m][k] · Wᵀ with W row-major [n][k] (f32, IEEE half or bf16

@@ -40,7 +40,7 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
 std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNaming& names);
 
 // The format a matrix of this role gets when the model's weights are `type`:
-// q4 and q5 keep the token embedding and the output head in q8 (a 4-bit vocabulary
+// q4, q5 and q4k keep the token embedding and the output head in q8 (a 4-bit vocabulary
 // matrix costs Gemma 3 270M 13% perplexity, docs/FORMATS.md), as llama.cpp
 // keeps its output head at 6 bits in its 4-bit files; otherwise `type`.
 WeightType matrix_type(WeightRole role, WeightType type);

@@ -73,6 +73,10 @@ inline F load_bf16(const uint16_t* p, bool odd) {
     return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u)))
                                    : _mm512_maskz_slli_epi32(__mmask16(0xffff), v, 16));
 }
+// kLanes bytes as floats (unsigned).
+inline F load_u8(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 inline void store(float* p, F v) { _mm512_storeu_ps(p, v); }
 inline void store_part(float* p, F v, int n) {
     _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
@@ -202,6 +206,9 @@ inline F load_bf16(const uint16_t* p, bool odd) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm256_castsi256_ps(odd ? _mm256_and_si256(v, _mm256_set1_epi32(int(0xffff0000u)))
                                    : _mm256_slli_epi32(v, 16));
+}
+inline F load_u8(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 inline void store(float* p, F v) { _mm256_storeu_ps(p, v); }
 inline void store_part(float* p, F v, int n) {
@@ -372,6 +379,11 @@ inline F load_bf16(const uint16_t* p, bool odd) {
         const uint32_t bits = uint32_t(p[2 * i + (odd ? 1 : 0)]) << 16;
         std::memcpy(&tmp[i], &bits, 4);
     }
+    return F::load_aligned(tmp);
+}
+inline F load_u8(const uint8_t* p) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) tmp[i] = float(p[i]);
     return F::load_aligned(tmp);
 }
 inline void store(float* p, F v) { v.store_unaligned(p); }

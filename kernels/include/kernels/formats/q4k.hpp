@@ -1,0 +1,64 @@
+// Layout of the q4k format (kernels/formats/q4k.cpp, kernels/simd/matmul_q8.cpp).
+//
+// q4k is GGUF's Q4_K kept as it is: super-blocks of 256 k per row, each with
+// an IEEE-half scale d and min dmin, and per group of 32 k a 6-bit scale sc
+// and 6-bit min m; the weights are nibbles n in [0, 15] and
+//   w = (d · sc) · n - (dmin · m)
+// (d · sc and dmin · m are exact in fp32: 11 × 6 bits). 4.625 bits per weight
+// against the file's 4.5 (the 6-bit fields take a byte each here).
+//
+// Activations are q8's activation rows, so the dot step is q4's: the nibbles
+// as the bytes 16·n (vpdpbusd's unsigned operand), each group's sum starting
+// at -128 · Σ q_x, which leaves 16 · Σ (n - 8)·q_x; q4_dot shifts it back. The
+// group's epilogue then adds 8 · Σ q_x (exact int32: Σ n·q_x) and the min term:
+//   y += float(Σ n·q_x) · ((d·sc) · x_s) + (dmin·m) · (-(x_s · float(Σ q_x)))
+// (two FMAs on SIMD targets; ref::matmul_q4k is the specification).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+#include "kernels/memory.hpp"
+
+namespace staticlm::kernels {
+
+constexpr int kQ4kSuper = 256;                       // k per super-block
+constexpr int kQ4kGroups = kQ4kSuper / kQ8Group;     // groups per super-block
+
+// One group of 32 k for the 16 rows of a panel: the nibbles laid out as
+// Q4Block::q (byte q[t][r][c]: row r's k = 8t + c in its low nibble, k = 8t +
+// 4 + c in its high one), then each row's 6-bit scale and min as bytes.
+struct Q4kGroup {
+    uint8_t q[kQ8Group / 8][kPanelRows][4];  // n in [0, 15]
+    uint8_t sc[kPanelRows];
+    uint8_t m[kPanelRows];
+};
+static_assert(sizeof(Q4kGroup) == 288 && offsetof(Q4kGroup, sc) == 256 && offsetof(Q4kGroup, m) == 272);
+
+// 256 k × 16 rows: 8 groups, then each row's d and dmin. A panel is
+// ceil(k / 256) super-blocks in k order (k is padded with zero weights).
+struct Q4kSuper {
+    Q4kGroup g[kQ4kGroups];
+    uint16_t d[kPanelRows];     // IEEE half
+    uint16_t dmin[kPanelRows];  // IEEE half
+};
+static_assert(sizeof(Q4kSuper) == 2368 && offsetof(Q4kSuper, d) == 2304 && offsetof(Q4kSuper, dmin) == 2336,
+              "a q4k super-block is 8 groups of 288 bytes, then 16 half scales and 16 half mins");
+
+// Quantizes one row's super-block of 256 floats (zeros where k is padded):
+// n[256] in [0, 15], sc[8] and m[8] in [0, 63], d and dmin as IEEE halves.
+// Per group the range [min(0, lo), hi] is split into 15 steps (scale
+// (hi - min) / 15, min as -min ≥ 0); the 8 scales and mins are then rounded
+// to 6 bits of the super-block's largest (d = max scale / 63 as a half, sc =
+// round(scale / d)), and n = round((x + dmin·m) / (d·sc)) clamped. A group
+// with a non-finite value quantizes to 0.
+void quantize_q4k_super(const float* x, uint8_t* n, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+
+namespace detail {
+// Writes row r of a super-block: n[256], sc[8], m[8], d, dmin (halves).
+void store_q4k_super(std::byte* super, int r, const uint8_t* n, const uint8_t* sc, const uint8_t* m, uint16_t d,
+                     uint16_t dmin);
+}  // namespace detail
+
+}  // namespace staticlm::kernels
