@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             staticlm::LoadOptions lo;
             lo.threads = 1;
             lo.load_tokenizer = false;
+            lo.native_weights = (size & 1) != 0;  // the CLI's default for .gguf: q4/q5/q4k/q6k repacking
             sink = sink + unsigned(staticlm::Model::load(path, lo)->config().n_layers);
         } catch (const staticlm::Error&) {
         }

@@ -247,6 +247,25 @@ void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_
     }
 }
 
+void ggml_q6k_fields(const void* src, int64_t n, uint8_t* q, int8_t* sc, uint16_t* d) {
+    const auto* x = static_cast<const BlockQ6_K*>(src);
+    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 16) {
+        d[i] = x[i].d;
+        for (int h = 0; h < 2; ++h) {  // as deq_q6_k
+            const uint8_t* ql = x[i].ql + 64 * h;
+            const uint8_t* qh = x[i].qh + 32 * h;
+            uint8_t* o = q + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                o[l] = uint8_t((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+                o[32 + l] = uint8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+                o[64 + l] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                o[96 + l] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+            }
+        }
+        std::memcpy(sc, x[i].scales, 16);
+    }
+}
+
 namespace {
 
 void deq_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {

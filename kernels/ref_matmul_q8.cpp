@@ -6,6 +6,7 @@
 
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
+#include "kernels/formats/q6k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/ref.hpp"
 
@@ -104,6 +105,42 @@ void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int 
                 acc += t1;
                 const float t2 = wm[wi] * -(xsg * float(sum));
                 acc += t2;
+            }
+            y[size_t(r) * ldy + size_t(c)] = acc;
+        }
+    }
+}
+
+void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws) {
+    const int k_pad = padded_k(WeightType::q6k, k);
+    for (int s0 = 0; s0 < k_pad; s0 += kQ6kSuper) {
+        float buf[kQ6kSuper] = {};
+        for (int i = 0; i < kQ6kSuper && s0 + i < k; ++i) buf[i] = x[s0 + i];
+        uint8_t n[kQ6kSuper];
+        int8_t sc[kQ6kSuper / kQ6kSub];
+        uint16_t d;
+        quantize_q6k_super(buf, n, sc, &d);
+        for (int i = 0; i < kQ6kSuper; ++i) q[s0 + i] = int8_t(n[i] - 32);
+        for (int h = 0; h < kQ6kSuper / kQ6kSub; ++h) ws[s0 / kQ6kSub + h] = f16_to_f32(d) * float(sc[h]);
+    }
+}
+
+void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy) {
+    const int k_pad = padded_k(WeightType::q6k, k), k_act = padded_k(WeightType::q8, k);
+    const int n_halves = k_act / kQ6kSub, w_halves = k_pad / kQ6kSub;
+    std::vector<int8_t> xq(static_cast<size_t>(k_act));
+    std::vector<float> xs(static_cast<size_t>(k_act / kQ8Group));
+    for (int r = 0; r < m; ++r) {
+        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        for (int c = 0; c < n; ++c) {
+            const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
+            float acc = 0.0f;
+            for (int h = 0; h < n_halves; ++h) {
+                int32_t dot = 0;
+                for (int i = h * kQ6kSub; i < (h + 1) * kQ6kSub; ++i) dot += int32_t(wrow[i]) * int32_t(xq[size_t(i)]);
+                const float term = (xs[size_t(h / 2)] * ws[size_t(c) * size_t(w_halves) + size_t(h)]) * float(dot);
+                acc += term;
             }
             y[size_t(r) * ldy + size_t(c)] = acc;
         }

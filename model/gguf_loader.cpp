@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "kernels/formats/q4k.hpp"
+#include "kernels/formats/q6k.hpp"
 #include "model/family.hpp"
 #include "model/gguf.hpp"
 #include "model/model.hpp"
@@ -27,7 +28,8 @@ namespace staticlm::detail {
 namespace {
 
 // --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0, Q4_0, Q5_0 and Q4_K; every other quantized type fits in q8's 8 bits).
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K; every other quantized type fits in q8's 8
+// bits).
 WeightType native_weight_type(kernels::GgmlType t) {
     switch (t) {
         case kernels::GgmlType::f32: return WeightType::f32;
@@ -36,6 +38,7 @@ WeightType native_weight_type(kernels::GgmlType t) {
         case kernels::GgmlType::q4_0: return WeightType::q4;
         case kernels::GgmlType::q5_0: return WeightType::q5;
         case kernels::GgmlType::q4_k: return WeightType::q4k;
+        case kernels::GgmlType::q6_k: return WeightType::q6k;
         default: return WeightType::q8;
     }
 }
@@ -204,12 +207,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K fields.
+    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K/Q6_K fields.
     struct Scratch {
         std::vector<float> f32;
         std::vector<int8_t> quants;
         std::vector<uint16_t> scales;
         std::vector<uint8_t> nibbles, sc, mins;
+        std::vector<int8_t> sc6;
         std::vector<uint16_t> d, dmin;
     };
     run_tasks_in_order<Scratch>(n_threads, n_tasks, [&](long ti, const kernels::Team& team, Scratch& buf) {
@@ -236,7 +240,12 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
         // Q4_K into q4k: its fields as they are.
         const bool q4k = type == WeightType::q4k && t.type == kernels::GgmlType::q4_k;
-        if (q4k) {
+        const bool q6k = type == WeightType::q6k && t.type == kernels::GgmlType::q6_k;
+        if (q6k) {
+            buf.nibbles.resize(rows_max * row_floats);
+            buf.sc6.resize(rows_max * row_floats / kernels::kQ6kSub);
+            buf.d.resize(rows_max * row_floats / kernels::kQ6kSuper);
+        } else if (q4k) {
             buf.nibbles.resize(rows_max * row_floats);
             buf.sc.resize(rows_max * row_floats / kernels::kQ8Group);
             buf.mins.resize(buf.sc.size());
@@ -257,7 +266,14 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                 const int64_t count = interleaved ? 1 : r1 - r0;
                 const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
                 const size_t at = size_t(r - r0) * row_floats;
-                if (q4k) {
+                if (q6k) {
+                    const size_t s = at / kernels::kQ6kSuper;
+                    kernels::ggml_q6k_fields(blocks, count * e.k, buf.nibbles.data() + at,
+                                             buf.sc6.data() + at / kernels::kQ6kSub, buf.d.data() + s);
+                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ6kSuper; ++b)
+                        if ((buf.d[s + b] & 0x7c00) == 0x7c00)
+                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ6kSuper);
+                } else if (q4k) {
                     const size_t s = at / kernels::kQ4kSuper;
                     kernels::ggml_q4k_fields(blocks, count * e.k, buf.nibbles.data() + at,
                                              buf.sc.data() + at / kernels::kQ8Group,
@@ -279,7 +295,10 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                         throw_non_finite(t, g * e.k + bad);
                 }
             }
-            if (q4k)
+            if (q6k)
+                kernels::pack_q6k_quants(buf.nibbles.data(), buf.sc6.data(), buf.d.data(), e.n, e.k, r0, r1,
+                                         e.matrix->data);
+            else if (q4k)
                 kernels::pack_q4k_quants(buf.nibbles.data(), buf.sc.data(), buf.mins.data(), buf.d.data(),
                                          buf.dmin.data(), e.n, e.k, r0, r1, e.matrix->data);
             else if (direct && type == WeightType::q4)

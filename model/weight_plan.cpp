@@ -107,7 +107,8 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
 
 WeightType matrix_type(WeightRole role, WeightType type) {
     const bool vocab = role == WeightRole::embed || role == WeightRole::lm_head;
-    const bool low_bit = type == WeightType::q4 || type == WeightType::q5 || type == WeightType::q4k;
+    const bool low_bit = type == WeightType::q4 || type == WeightType::q5 || type == WeightType::q4k ||
+                         type == WeightType::q6k;
     return low_bit && vocab ? WeightType::q8 : type;
 }
 

@@ -37,7 +37,10 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
         const int j = i % kQ8Group;
         const uint8_t byte = g.q[j / 8][r][j % 4];
         const int n = (j % 8) < 4 ? byte & 15 : byte >> 4;
-        const float ws = f16_to_f32(s.d[r]) * float(g.sc[r]), wm = f16_to_f32(s.dmin[r]) * float(g.m[r]);
+        uint16_t d, dmin;
+        std::memcpy(&d, &s.d[r], 2);
+        std::memcpy(&dmin, &s.dmin[r], 2);
+        const float ws = f16_to_f32(d) * float(g.sc[r]), wm = f16_to_f32(dmin) * float(g.m[r]);
         out[i] = (ws * float(n) - wm) * scale;
     }
 }
@@ -102,8 +105,8 @@ void store_q4k_super(std::byte* super, int r, const uint8_t* n, const uint8_t* s
         grp.sc[r] = sc[g];
         grp.m[r] = m[g];
     }
-    s.d[r] = d;
-    s.dmin[r] = dmin;
+    std::memcpy(&s.d[r], &d, 2);  // the super-block may be unaligned
+    std::memcpy(&s.dmin[r], &dmin, 2);
 }
 
 }  // namespace detail

@@ -23,9 +23,14 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
+#include "kernels/formats/q6k.hpp"
 #include "kernels/formats/q8.hpp"
 #include "kernels/simd/amx.hpp"
 #include "kernels/simd/schedule.hpp"
@@ -56,14 +61,24 @@ inline int32_t load_i32(const void* p) {
 // Formats with one IEEE-half scale per row and group, blocks one per group
 // (q8, q4, q5): where group g's block is, its scales, and the group's
 // epilogue y += float(Σ q·x) · (w_s · x_s).
+// A group's int32 sum starts at -128 · Σ q_x (the activations' corr) where the
+// dot step multiplies biased bytes, else at 0 (vec::dot4).
+inline int32_t group_acc_init(const std::byte* row, const Q8ActLayout& a, int g) {
+    return vec::kDotBiased ? load_i32(row + a.corr_off + 4 * size_t(g)) : 0;
+}
+
 template <class D>
 struct HalfScaleGroups {
+    static constexpr int kSubs = 1;
+    static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
+        return group_acc_init(row, a, g);
+    }
     static const std::byte* block(const std::byte* panel, int g) { return panel + size_t(g) * D::kBlockBytes; }
     static size_t panel_bytes(int n_groups) { return size_t(n_groups) * D::kBlockBytes; }
     struct Scales {
         vec::F ws;
     };
-    static Scales scales(const std::byte* blk, int /*g*/, int vp) {
+    static Scales scales(const std::byte* blk, int /*g*/, int /*s*/, int vp) {
         return {vec::load(reinterpret_cast<const uint16_t*>(blk + D::kScaleOff) + kL * vp)};
     }
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
@@ -112,6 +127,7 @@ struct Q5Weights : HalfScaleGroups<Q5Weights> {
     static constexpr size_t kScaleOff = offsetof(Q5Block, scale);
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 3;  // about 1 KiB, as q8 and q4
+    static_assert(kL % 2 == 0, "a vector's bits are whole bytes of the bit plane");
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
         const auto* b = reinterpret_cast<const uint8_t*>(blk);
         const uint8_t* bits = b + kHiOff + size_t(kL / 2 * vp);  // 4·kL bits per vector
@@ -123,6 +139,10 @@ struct Q5Weights : HalfScaleGroups<Q5Weights> {
 // unsigned nibbles; the epilogue recovers Σ n·x = Σ (n - 8)·x + 8·Σ x (the
 // activation group's Σ x is -corr / 128, exact) and subtracts the min term.
 struct Q4kWeights {
+    static constexpr int kSubs = 1;
+    static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
+        return group_acc_init(row, a, g);
+    }
     static constexpr size_t kBlockBytes = sizeof(Q4kGroup);  // a group; super-blocks add d and dmin
     static constexpr size_t kQOff = offsetof(Q4kGroup, q);
     static constexpr int kQuadsPerLoad = 2;
@@ -139,7 +159,7 @@ struct Q4kWeights {
     struct Scales {
         vec::F ws, wm;  // d·sc and dmin·m of kL rows (exact)
     };
-    static Scales scales(const std::byte* blk, int g, int vp) {
+    static Scales scales(const std::byte* blk, int g, int /*s*/, int vp) {
         const auto* grp = reinterpret_cast<const Q4kGroup*>(blk);
         const auto* sup = reinterpret_cast<const Q4kSuper*>(blk - size_t(g % kQ4kGroups) * sizeof(Q4kGroup));
         return {vec::mul(vec::load(sup->d + kL * vp), vec::load_u8(grp->sc + kL * vp)),
@@ -152,6 +172,56 @@ struct Q4kWeights {
         const vec::I nx = vec::iadd(vec::q4_dot(acc), vec::iset1(8 * sum_x));
         f = vec::fma(vec::to_float(nx), vec::mul(s.ws, vec::set1(x_s)), f);
         return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
+    }
+};
+
+// Σ of 16 signed activation bytes.
+inline int32_t sum16(const int8_t* p) {
+#if defined(__SSE2__)
+    const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(char(0x80)));
+    const __m128i s = _mm_sad_epu8(b, _mm_setzero_si128());  // Σ (x + 128) per 8 bytes
+    return _mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128;
+#else
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += p[i];
+    return s;
+#endif
+}
+
+// q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
+// of 16 k have their own scales: the tile runs them as two sub-groups, each
+// starting at -128 · its own Σ q_x.
+struct Q6kWeights {
+    static constexpr int kSubs = 2;
+    static constexpr size_t kBlockBytes = sizeof(Q6kGroup);  // a group; super-blocks add d
+    static constexpr int kQuadsPerLoad = 2;
+    static constexpr size_t kPrefetchBlocks = 3;  // about 1.2 KiB, as q8 and q4
+    static int32_t acc_init(const std::byte* row, const Q8ActLayout& /*a*/, int g, int s) {
+        return vec::kDotBiased ? -128 * sum16(reinterpret_cast<const int8_t*>(row) + g * kQ8Group + kQ6kSub * s) : 0;
+    }
+    static const std::byte* block(const std::byte* panel, int g) {
+        return panel + size_t(g / kQ6kGroups) * sizeof(Q6kSuper) + size_t(g % kQ6kGroups) * sizeof(Q6kGroup);
+    }
+    static size_t panel_bytes(int n_groups) {
+        return size_t((n_groups + kQ6kGroups - 1) / kQ6kGroups) * sizeof(Q6kSuper);
+    }
+    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
+        const auto* b = reinterpret_cast<const uint8_t*>(blk);
+        vec::load_q6(b + offsetof(Q6kGroup, lo) + 64 * jl + 4 * kL * vp,
+                     b + offsetof(Q6kGroup, hi) + 64 * (jl / 2) + 4 * kL * vp, 4 * (jl % 2), w[0], w[1]);
+    }
+    struct Scales {
+        vec::F ws;  // d·sc of kL rows (exact)
+    };
+    static Scales scales(const std::byte* blk, int g, int s, int vp) {
+        const auto* grp = reinterpret_cast<const Q6kGroup*>(blk);
+        const auto* sup = reinterpret_cast<const Q6kSuper*>(blk - size_t(g % kQ6kGroups) * sizeof(Q6kGroup));
+        return {vec::mul(vec::load(sup->d + kL * vp), vec::load_i8(grp->sc[s] + kL * vp))};
+    }
+    static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
+        float x_s;
+        std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
+        return vec::fma(vec::to_float(vec::q6_dot(acc)), vec::mul(s.ws, vec::set1(x_s)), f);
     }
 };
 constexpr size_t kBlockBytes = Q8Weights::kBlockBytes;
@@ -321,18 +391,19 @@ void tile(const TileArgs& t) {
                 for (size_t o = 0; o < W::kBlockBytes; o += 64)
                     __builtin_prefetch(blk[p] + W::kPrefetchBlocks * W::kBlockBytes + o);
         const std::byte* act = t.act;
+        // A group's load steps, in W::kSubs runs with their own scales.
+        constexpr int kStepsPerSub = kQuads / QL / W::kSubs;
+#pragma GCC unroll 2
+        for (int s = 0; s < W::kSubs; ++s) {
         vec::I acc[MR][NV];
 #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
-            const vec::I c =
-                vec::kDotBiased
-                    ? vec::iset1(load_i32(act + r * stride + a.corr_off + 4 * size_t(g)))
-                    : vec::iset1(0);
+            const vec::I c = vec::iset1(W::acc_init(act + r * stride, a, g, s));
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v) acc[r][v] = c;
         }
 #pragma GCC unroll kUnrollQuads
-        for (int jl = 0; jl < kQuads / QL; ++jl) {
+        for (int jl = s * kStepsPerSub; jl < (s + 1) * kStepsPerSub; ++jl) {
             vec::Q wv[NV][QL];
 #pragma GCC unroll 16
             for (int v = 0; v < NV; ++v)
@@ -351,9 +422,10 @@ void tile(const TileArgs& t) {
         }
 #pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
-            const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, v % kVecPerPanel);
+            const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, s, v % kVecPerPanel);
 #pragma GCC unroll 8
             for (int r = 0; r < MR; ++r) f[r][v] = W::finish(sc, acc[r][v], act + r * stride, a, g, f[r][v]);
+        }
         }
     }
     for (int r = 0; r < MR; ++r)
@@ -755,6 +827,28 @@ void pack_panel_q4k(SrcType st, const void* src, size_t ld, int rows, int k, std
     }
 }
 
+// q6k panels: each row's super-blocks through the scalar quantize_q6k_super.
+void pack_panel_q6k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+    static_assert(kPackTile == kQ6kSuper);
+    alignas(64) float buf[kQ6kSuper];
+    uint8_t n[kQ6kSuper];
+    int8_t sc[kQ6kSuper / kQ6kSub];
+    const auto* s = static_cast<const std::byte*>(src);
+    const size_t esize = st == SrcType::f32 ? 4 : 2;
+    for (int c0 = 0; c0 < k; c0 += kQ6kSuper) {
+        const int len = std::min(kQ6kSuper, k - c0);
+        std::byte* super = dst + size_t(c0 / kQ6kSuper) * sizeof(Q6kSuper);
+        std::memset(super, 0, sizeof(Q6kSuper));  // padding rows: scales 0
+        std::fill(buf + len, buf + kQ6kSuper, 0.0f);
+        for (int r = 0; r < rows; ++r) {
+            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+            uint16_t d;
+            quantize_q6k_super(buf, n, sc, &d);
+            detail::store_q6k_super(super, r, n, sc, d);
+        }
+    }
+}
+
 }  // namespace
 
 void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
@@ -767,7 +861,7 @@ namespace {
 template <class W>
 FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
 #if defined(STATICLM_AMX)
-    // q4, q5 and q4k stay on VNNI: unpacking its nibbles for every tile made the AMX
+    // q4, q5, q4k and q6k stay on VNNI: unpacking its nibbles for every tile made the AMX
     // path slower (K = 2048, N = 8192, M = 512, 2 threads: 815 against 858
     // GOPS, best of 5, bench_kernels).
     if constexpr (std::is_same_v<W, Q8Weights>)
@@ -787,6 +881,8 @@ FormatKernels q4_kernels(const CpuFeatures& cpu) {
 }
 
 FormatKernels q4k_kernels(const CpuFeatures& cpu) { return int_kernels<Q4kWeights>(cpu, pack_panel_q4k); }
+
+FormatKernels q6k_kernels(const CpuFeatures& cpu) { return int_kernels<Q6kWeights>(cpu, pack_panel_q6k); }
 
 FormatKernels q5_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q5Weights>(cpu,

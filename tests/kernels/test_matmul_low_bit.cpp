@@ -16,6 +16,7 @@
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
+#include "kernels/formats/q6k.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "kernels/ref.hpp"
@@ -678,6 +679,213 @@ TEST_CASE("q4k matmul matches the reference on random data on every target (floa
                                                  ws.data() + size_t(r) * size_t(kp / G),
                                                  wm.data() + size_t(r) * size_t(kp / G));
                 for (const int m : {1, 5, 64}) check_q4k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+            }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// q6k (GGUF Q6_K kept as super-blocks)
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct Q6kFields {
+    int n, k;
+    std::vector<uint8_t> q;  // n in [0, 63]
+    std::vector<int8_t> sc;  // per 16
+    std::vector<uint16_t> d;
+};
+
+// Random fields; exact = true: d a power of two and small scales, so that
+// every product of the matmul is exact in fp32.
+Q6kFields random_q6k(int n, int k, bool exact, std::mt19937& rng) {
+    Q6kFields f{n, k, {}, {}, {}};
+    std::uniform_int_distribution<int> six(0, 63), scale(exact ? -8 : -128, exact ? 8 : 127), expo(-10, -7);
+    std::uniform_real_distribution<float> u(0.0001f, 0.01f);
+    f.q.resize(size_t(n) * size_t(k));
+    f.sc.resize(size_t(n) * size_t(k / 16));
+    f.d.resize(size_t(n) * size_t(k / 256));
+    for (auto& v : f.q) v = uint8_t(six(rng));
+    for (auto& v : f.sc) v = int8_t(scale(rng));
+    for (auto& v : f.d) v = f32_to_f16(exact ? std::ldexp(1.0f, expo(rng)) : u(rng));
+    return f;
+}
+
+// As the reference takes them: q - 32 [n][k] and d·sc per 16.
+void q6k_ref_fields(const Q6kFields& f, std::vector<int8_t>& wq, std::vector<float>& ws) {
+    wq.resize(f.q.size());
+    for (size_t i = 0; i < f.q.size(); ++i) wq[i] = int8_t(f.q[i] - 32);
+    ws.resize(f.sc.size());
+    for (int r = 0; r < f.n; ++r)
+        for (int h = 0; h < f.k / 16; ++h) {
+            const size_t i = size_t(r) * size_t(f.k / 16) + size_t(h);
+            ws[i] = f16_to_f32(f.d[size_t(r) * size_t(f.k / 256) + size_t(h / 16)]) * float(f.sc[i]);
+        }
+}
+
+void check_q6k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<int8_t>& wq,
+                      const std::vector<float>& ws, int m, int n_threads, bool exact, std::mt19937& rng) {
+    const int n = w.n, k = w.k;
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(n_threads);
+    const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
+    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
+    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
+    for (int r = 0; r < m; ++r)
+        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
+    const float* x = xbuf.data() + 1;
+    std::vector<float> ybuf(size_t(m) * ldy + 1, -777.0f), yref(size_t(m) * size_t(n));
+    float* y = ybuf.data() + 1;
+    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q6k, m, k), 64));
+    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
+    ref::matmul_q6k(wq.data(), ws.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    const int kp = padded_k(WeightType::q6k, k);
+    int bad = 0;
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c) {
+            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
+            double mag = 0;
+            for (int i = 0; i < k; ++i)
+                mag += std::fabs(double(x[size_t(r) * ldx + i]) * double(ws[size_t(c) * size_t(kp / 16) + size_t(i / 16)]) *
+                                 wq[size_t(c) * size_t(kp) + size_t(i)]);
+            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
+            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
+        }
+    for (int r = 0; r + 1 < m; ++r)
+        for (size_t c = size_t(n); c < ldy; ++c)
+            if (y[size_t(r) * ldy + c] != -777.0f && bad++ < 5) FAIL_CHECK("wrote past n");
+    CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("q6k from given Q6_K fields: the documented layout, unpack_row, range checks") {
+    std::mt19937 rng(23);
+    const int n = 20, k = 512;
+    const Q6kFields f = random_q6k(n, k, false, rng);
+    Buffer buf(packed_bytes(WeightType::q6k, n, k));
+    REQUIRE(buf.size() == 2 * 2 * size_t(3360));  // 2 panels × 2 super-blocks
+    pack_q6k_quants(f.q.data(), f.sc.data(), f.d.data(), n, k, 0, 16, buf.data());
+    pack_q6k_quants(f.q.data() + 16 * k, f.sc.data() + 16 * (k / 16), f.d.data() + 16 * 2, n, k, 16, n, buf.data());
+    const PackedMatrix w{WeightType::q6k, n, k, buf.data(), buf.size()};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(buf.data());
+    int bad = 0;
+    for (int r = 0; r < 32; ++r) {
+        const int rr = r % 16;
+        for (int s = 0; s < 2; ++s) {
+            const uint8_t* sup = bytes + size_t(r / 16) * 2 * 3360 + size_t(s) * 3360;
+            uint16_t d;
+            std::memcpy(&d, sup + 3328 + 2 * rr, 2);
+            CHECK(d == (r < n ? f.d[size_t(r) * 2 + size_t(s)] : 0));
+            for (int g = 0; g < 8; ++g) {
+                const uint8_t* grp = sup + size_t(g) * 416;
+                for (int h = 0; h < 2; ++h) {
+                    const int8_t want = r < n ? f.sc[size_t(r) * size_t(k / 16) + size_t(s * 16 + g * 2 + h)] : 0;
+                    if (int8_t(grp[384 + 16 * h + rr]) != want && bad++ < 5) FAIL_CHECK("sc r ", r, " g ", g);
+                }
+                for (int j = 0; j < G; ++j) {
+                    const uint8_t byte = grp[(j / 8) * 64 + rr * 4 + j % 4];
+                    const int lo = (j % 8) < 4 ? byte & 15 : byte >> 4;
+                    const int quad = j / 4;
+                    const int hi = (grp[256 + (quad / 4) * 64 + rr * 4 + j % 4] >> (2 * (quad % 4))) & 3;
+                    const int want = r < n ? f.q[size_t(r) * k + size_t((s * 8 + g) * G + j)] : 0;
+                    if ((lo | (hi << 4)) != want && bad++ < 5) FAIL_CHECK("q r ", r, " k ", (s * 8 + g) * G + j);
+                }
+            }
+        }
+    }
+    std::vector<int8_t> wq;
+    std::vector<float> ws;
+    q6k_ref_fields(f, wq, ws);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int r = 0; r < n; ++r) {
+        unpack_row(w, r, 1.0f, row.data());
+        for (int i = 0; i < k; ++i) {
+            const float want = ws[size_t(r) * size_t(k / 16) + size_t(i / 16)] * float(wq[size_t(r) * k + i]);
+            if (row[size_t(i)] != want && bad++ < 5) FAIL_CHECK("unpack r ", r, " i ", i);
+        }
+    }
+    CHECK(bad == 0);
+    std::vector<uint8_t> q = f.q;
+    q[9] = 64;
+    CHECK_THROWS_WITH_AS(pack_q6k_quants(q.data(), f.sc.data(), f.d.data(), n, k, 0, 16, buf.data()),
+                         "pack_q6k_quants: value 64 of row 0 is outside [0, 63]", Error);
+    CHECK_THROWS_AS(pack_q6k_quants(f.q.data(), f.sc.data(), f.d.data(), n, 288, 0, 16, buf.data()), Error);
+}
+
+TEST_CASE("q6k quantizer: zeros, a non-finite sub-block, error within the rounding step") {
+    float x[256] = {};
+    uint8_t n[256];
+    int8_t sc[16];
+    uint16_t d;
+    quantize_q6k_super(x, n, sc, &d);
+    CHECK(f16_to_f32(d) == 0.0f);
+    for (int i = 0; i < 256; ++i) CHECK(n[i] == 32);  // q = 0
+    std::mt19937 rng(4);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    double err2 = 0, step2 = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        for (float& v : x) v = normal(rng) * 0.02f;
+        if (trial == 0) x[20] = INFINITY;  // sub-block 1 becomes zeros
+        quantize_q6k_super(x, n, sc, &d);
+        for (int h = 0; h < 16; ++h) {
+            const float ws = f16_to_f32(d) * float(sc[h]);
+            if (trial == 0 && h == 1) {
+                for (int i = 16; i < 32; ++i) CHECK(n[i] == 32);
+                continue;
+            }
+            for (int i = h * 16; i < h * 16 + 16; ++i) {
+                REQUIRE(n[i] <= 63);
+                const double e = double(x[i]) - double(ws) * (int(n[i]) - 32);
+                err2 += e * e;
+                step2 += double(ws) * ws;
+            }
+        }
+    }
+    MESSAGE("q6k quantizer RMS error / RMS step: ", std::sqrt(err2 / step2));
+    CHECK(std::sqrt(err2 / step2) < 0.35);
+}
+
+TEST_CASE("q6k matmul equals the reference exactly on every target (exact fp32 sums)") {
+    std::mt19937 rng(29);
+    for_each_target([&](const KernelTable& kt) {
+        for (const int k : {256, 768})
+            for (const int n : {1, 16, 33}) {
+                const Q6kFields f = random_q6k(n, k, true, rng);
+                Buffer buf(packed_bytes(WeightType::q6k, n, k));
+                pack_q6k_quants(f.q.data(), f.sc.data(), f.d.data(), n, k, 0, n, buf.data());
+                const PackedMatrix w{WeightType::q6k, n, k, buf.data(), buf.size()};
+                std::vector<int8_t> wq;
+                std::vector<float> ws;
+                q6k_ref_fields(f, wq, ws);
+                for (const int m : {0, 1, 2, 6, 7, 13, 40})
+                    for (const int threads : {1, 2}) check_q6k_matmul(kt, w, wq, ws, m, threads, true, rng);
+            }
+    });
+}
+
+TEST_CASE("q6k matmul matches the reference on random data on every target (float sources, padded k)") {
+    std::mt19937 rng(31);
+    for_each_target([&](const KernelTable& kt) {
+        for (const int k : {1, 33, 300, 512})
+            for (const int n : {17, 48}) {
+                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+                const size_t bytes = packed_bytes(WeightType::q6k, n, k);
+                Buffer buf(bytes);
+                const size_t panel = format_info(WeightType::q6k).panel_bytes(k);
+                for (int p0 = 0; p0 < n; p0 += kPanelRows)
+                    kt.pack_panel(WeightType::q6k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
+                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
+                const PackedMatrix w{WeightType::q6k, n, k, buf.data(), bytes};
+                const int kp = padded_k(WeightType::q6k, k);
+                std::vector<int8_t> wq(size_t(n) * size_t(kp));
+                std::vector<float> ws(size_t(n) * size_t(kp / 16));
+                for (int r = 0; r < n; ++r)
+                    ref::quantize_weight_row_q6k(src.data() + size_t(r) * size_t(k), k, wq.data() + size_t(r) * kp,
+                                                 ws.data() + size_t(r) * size_t(kp / 16));
+                for (const int m : {1, 5, 64}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng);
             }
     });
 }

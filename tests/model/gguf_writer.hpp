@@ -19,7 +19,7 @@ public:
     // Value type ids of the GGUF spec.
     enum : uint32_t { U8 = 0, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 };
     // A few ggml tensor type ids.
-    enum : uint32_t { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q8_0 = 8, T_Q4_K = 12, T_BF16 = 30 };
+    enum : uint32_t { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q8_0 = 8, T_Q4_K = 12, T_Q6_K = 14, T_BF16 = 30 };
 
     uint32_t magic = 0x46554747;  // "GGUF"
     uint32_t version = 3;
@@ -132,11 +132,11 @@ private:
 // A tiny model as GGUF: architecture `arch` (llama or gemma3), F32 weights
 // of deterministic values, and a `llama` (SentencePiece-style) vocabulary of
 // n_tokens (default: vocab) pieces: <unk> <s> </s> then letters. Hidden 16,
-// 2 layers, 4 heads of 4 (2 KV heads), FFN 24. Keys and tensors named in
-// `omit` are left out (tests add their own versions).
+// 2 layers, 4 heads of 4 (2 KV heads), FFN 24 (or `ffn`). Keys and tensors
+// named in `omit` are left out (tests add their own versions).
 inline GgufWriter tiny_gguf_model(const std::string& arch = "llama", int vocab = 32,
-                                  std::set<std::string, std::less<>> omit = {}, int n_tokens = -1) {
-    const uint64_t H = 16, L = 2, heads = 4, kv = 2, hd = 4, F = 24;
+                                  std::set<std::string, std::less<>> omit = {}, int n_tokens = -1, int ffn = 24) {
+    const uint64_t H = 16, L = 2, heads = 4, kv = 2, hd = 4, F = uint64_t(ffn);
     GgufWriter w;
     w.omit = std::move(omit);
     if (n_tokens < 0) n_tokens = vocab;

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
@@ -210,6 +211,83 @@ TEST_CASE("gguf: Q4_K blocks repack into q4k bit for bit (gguf-py 0.19.0's dequa
         for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
     }
     CHECK(bad == 0);
+}
+
+TEST_CASE("gguf: native loads Q4_K and Q6_K tensors into q4k and q6k bit for bit; a non-finite d is an error") {
+    // A tiny llama with FFN 256 whose ffn_down (k = 256) is Q4_K in layer 0
+    // and Q6_K in layer 1: random block bytes with finite d and dmin.
+    TempDir tmp;
+    auto build = [&](bool bad_d) {
+        GgufWriter w = tiny_gguf_model("llama", 32, {"blk.0.ffn_down.weight", "blk.1.ffn_down.weight"}, -1, 256);
+        std::mt19937 rng(41);
+        std::uniform_int_distribution<int> byte(0, 255);
+        auto blocks = [&](size_t n, size_t size, size_t d_off, bool two_halves) {
+            std::string data(n * size, '\0');
+            for (char& ch : data) ch = char(byte(rng));
+            for (size_t b = 0; b < n; ++b) {
+                const uint16_t d = kernels::f32_to_f16(0.002f * float(1 + b % 5));
+                std::memcpy(data.data() + b * size + d_off, &d, 2);
+                if (two_halves) std::memcpy(data.data() + b * size + d_off + 2, &d, 2);  // Q4_K's dmin
+            }
+            if (bad_d) {
+                const uint16_t inf = 0x7c00;
+                std::memcpy(data.data() + 3 * size + d_off, &inf, 2);
+            }
+            return data;
+        };
+        w.tensor("blk.0.ffn_down.weight", {256, 16}, GgufWriter::T_Q4_K, blocks(16, 144, 0, true));
+        w.tensor("blk.1.ffn_down.weight", {256, 16}, GgufWriter::T_Q6_K, blocks(16, 210, 208, false));
+        return write_gguf(tmp, bad_d ? "bad.gguf" : "kquants.gguf", w.bytes());
+    };
+    const fs::path file = build(false);
+    const GgufFile f(file);
+    LoadOptions o;
+    o.native_weights = true;
+    o.threads = 2;
+    o.load_tokenizer = false;
+    const auto m = Model::load(file, o);
+    const std::pair<const kernels::PackedMatrix*, WeightType> mats[] = {
+        {&m->weights().layers[0].down, WeightType::q4k}, {&m->weights().layers[1].down, WeightType::q6k}};
+    for (int il = 0; il < 2; ++il) {
+        const auto& [pm, type] = mats[il];
+        CAPTURE(il);
+        REQUIRE(pm->type == type);
+        const std::vector<float> want = gguf_read_f32(f.tensor("blk." + std::to_string(il) + ".ffn_down.weight"));
+        std::vector<float> row(static_cast<size_t>(pm->k));
+        size_t bad = 0;
+        for (int r = 0; r < pm->n; ++r) {
+            kernels::unpack_row(*pm, r, 1.0f, row.data());
+            for (int i = 0; i < pm->k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(pm->k) + size_t(i)]);
+        }
+        CHECK(bad == 0);
+    }
+    // The matmuls against the same matrices loaded as f32: within the int8
+    // rounding of the activations.
+    LoadOptions o32 = o;
+    o32.native_weights = false;
+    o32.weights = WeightType::f32;
+    const auto m32 = Model::load(file, o32);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(3 * 256);
+    for (float& v : x) v = normal(rng);
+    for (int il = 0; il < 2; ++il) {
+        CAPTURE(il);
+        const kernels::PackedMatrix& wq = *mats[il].first;
+        const kernels::PackedMatrix& w32 = m32->weights().layers[size_t(il)].down;
+        std::vector<float> yq(3 * 16), y32(3 * 16);
+        Buffer sq(std::max<size_t>(kernels::matmul_scratch_bytes(wq.type, 3, 256), 64));
+        Buffer s32(std::max<size_t>(kernels::matmul_scratch_bytes(w32.type, 3, 256), 64));
+        kernels::matmul(kernels::table(), wq, x.data(), 256, 3, yq.data(), 16, sq.data(), 1);
+        kernels::matmul(kernels::table(), w32, x.data(), 256, 3, y32.data(), 16, s32.data(), 1);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < yq.size(); ++i)
+            num = std::max(num, double(std::fabs(yq[i] - y32[i]))), den = std::max(den, double(std::fabs(y32[i])));
+        MESSAGE("native k-quant matmul against f32: max |diff| / max |y| = ", num / den);
+        CHECK(num / den < 0.02);
+    }
+    expect_error([&] { Model::load(build(true), o); }, ErrorKind::model,
+                 {"non-finite", "blk.0.ffn_down.weight", "bad.gguf"});
 }
 
 TEST_CASE("gguf: types without a dequantizer are clear errors naming the tensor") {

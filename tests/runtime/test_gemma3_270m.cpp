@@ -282,9 +282,9 @@ TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity a
     // positions, perplexity +38.0%): a 270M model loses much at 4 bits;
     // llama.cpp's Q4_0 rule on the same weights loses more (+59%,
     // docs/FORMATS.md).
-    // native: the Q5_0, Q8_0 and Q4_K tensors keep their blocks (q5, q8, q4k),
-    // Q6_K becomes q8 as with --weights q8: the same weights as q8 (which holds
-    // Q4_K's values within its rounding), so the same budget.
+    // native: the Q5_0, Q8_0, Q4_K and Q6_K tensors keep their blocks (q5,
+    // q8, q4k, q6k): the file's own weights, where q8 rounds Q4_K and Q6_K
+    // to 8 bits per 32; the same budget.
     struct Budget {
         WeightType w;
         bool native;
@@ -315,9 +315,9 @@ TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity a
 
 TEST_CASE("Gemma 3 270M GGUF --weights native: the file's own size in memory") {
     if (!have_model()) return;
-    // Q5_0 (81 matrices) and Q8_0 (10) keep their bits per weight, Q4_K (27)
-    // takes 4.625 instead of 4.5 and Q6_K (9) q8's 8.5 instead of 6.5625:
-    // measured 1.013 x the file's tensor bytes (q8: 1.156 x).
+    // Q5_0 (81 matrices), Q8_0 (10) and Q6_K (9) keep their bits per weight,
+    // Q4_K (27) takes 4.625 instead of 4.5: measured 1.001 x the file's
+    // tensor bytes (q8: 1.156 x).
     const GgufFile f(model_file());
     size_t file_bytes = 0;
     for (const GgufTensor& t : f.tensors()) file_bytes += t.bytes;
@@ -328,10 +328,11 @@ TEST_CASE("Gemma 3 270M GGUF --weights native: the file's own size in memory") {
                 native->weight_bytes(), ratio, file_bytes, double(q8->weight_bytes()) / double(file_bytes));
     CHECK(ratio <= 1.1);
     CHECK(native->weights().layers[0].gate.type == WeightType::q5);
-    int q4k = 0;
+    int q4k = 0, q6k = 0;
     for (const auto& l : native->weights().layers)
         for (const kernels::PackedMatrix* pm : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
-            q4k += pm->type == WeightType::q4k;
+            q4k += pm->type == WeightType::q4k, q6k += pm->type == WeightType::q6k;
     CHECK(q4k == 27);  // every Q4_K tensor of the file
+    CHECK(q6k == 9);   // and every Q6_K one
     CHECK(q8->weights().layers[0].gate.type == WeightType::q8);
 }

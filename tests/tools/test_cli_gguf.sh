@@ -41,7 +41,7 @@ check "q4_0 twin: generate with native weights" test $? -eq 0
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
 "$bin" info -m "$q40" --weights q3 >"$tmp/q3.txt" 2>&1
-check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, or native, got 'q3'" "$tmp/q3.txt"
+check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, or native, got 'q3'" "$tmp/q3.txt"
 
 # Without --weights a GGUF file keeps its own formats (native).
 q50=$src/tests/fixtures/gguf/llama-tied.q5_0.gguf
@@ -52,6 +52,8 @@ check "q5_0 twin: 14 q5 matrices at 0.6875 bytes/weight" grep -q "^  q5 *14 matr
 check "q5_0 twin: --weights q8 still converts" grep -q "^weights      q8," "$tmp/q50_q8.txt"
 for w in native q5 q8; do
     "$bin" generate -m "$q50" -p "ab" -n 8 --temp 0 --weights $w >"$tmp/q50_$w.txt" 2>/dev/null
+    check "q5_0 twin: generate --weights $w exit code" test $? -eq 0
+    check "q5_0 twin: generate --weights $w printed text" test -s "$tmp/q50_$w.txt"
 done
 check "q5_0 twin: native, q5 and q8 generate the same text" \
     bash -c "cmp -s '$tmp/q50_native.txt' '$tmp/q50_q5.txt' && cmp -s '$tmp/q50_native.txt' '$tmp/q50_q8.txt'"

@@ -150,8 +150,11 @@ int cmd_verify(const Args& a) {
                 a.str("model").c_str(), lo.native_weights ? "native" : weight_type_name(lo.weights),
                 kv_type_name(settings_from_args(a).kv), a.str("reference").c_str(), ref.length(),
                 ref.vocab, ref.greedy_ids.size());
-    // Formats that keep the f32 weights exactly get the tight default budget.
-    const double max_peir = percent_flag(a, "max-peir", weight_type_info(lo.weights).exact ? 1e-4 : 1e-2);
+    // Formats that keep the f32 weights exactly get the tight default budget
+    // (under native: when every matrix is in such a format).
+    bool exact = true;
+    for (const WeightTypeUsage& u : model_weight_usage(*model)) exact = exact && weight_type_info(u.type).exact;
+    const double max_peir = percent_flag(a, "max-peir", exact ? 1e-4 : 1e-2);
     const double min_top1 = a.number("min-top1", 0.99);
 
     if (a.has("dump")) {

@@ -41,6 +41,14 @@ void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float*
 void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
                 int m, float* y, size_t ldy);
+// q6k weights (kernels/formats/q6k.hpp) unpacked: values q = n - 32 [n][k_pad]
+// (k padded to 256), per row and half-group of 16 the scale ws = d·sc
+// [n][k_pad/16] (from quantize_weight_row_q6k). x rows as for matmul_q8; per
+// half-group of 16, in order, in fp32 (a product, then a sum):
+//   y += (x_scale · ws) · float(Σ q·q_x)   (x_scale of the half's group of 32)
+void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws);
+void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy);
 
 // ---- ref_matmul_float.cpp ---------------------------------------------------
 // y[m][n] = x[m][k] · Wᵀ with W row-major [n][k] (f32, IEEE half or bf16

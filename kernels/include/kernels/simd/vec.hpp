@@ -26,7 +26,12 @@
 //    nibbles at p give bits 0-3 of n = q + 16, the bit-plane bytes b0 and b1
 //    (one bit per operand byte, in byte order) bit 4 of the two quads; the
 //    operands are the bytes 8·n, q5_dot shifts by 3; plain AVX2 takes
-//    n + 112 = q + 128.
+//    n + 112 = q + 128;
+//  - load_q6(p, h, s, lo, hi): q6k's 6-bit n (kernels/formats/q6k.hpp): bits
+//    0-3 from the nibbles at p, bits 4-5 from bits s, s + 1 (lo) and s + 2,
+//    s + 3 (hi) of the bytes at h; the operands are 4·n (plain AVX2:
+//    n + 96 = (n - 32) + 128), q6_dot shifts by 2; load_i8 converts kLanes
+//    signed bytes to floats.
 #pragma once
 
 #include <cstdint>
@@ -129,6 +134,19 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
     hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
 }
 inline I q5_dot(I acc) { return _mm512_srai_epi32(acc, 3); }
+inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), h = _mm512_loadu_si512(hp);
+    const __m512i m4 = _mm512_set1_epi8(0x3c), m2 = _mm512_set1_epi8(char(0xc0));
+    const __m512i hl = s == 0 ? _mm512_slli_epi16(h, 6) : _mm512_slli_epi16(h, 2);
+    const __m512i hh = s == 0 ? _mm512_slli_epi16(h, 4) : h;
+    // 16-bit shifts: the masks keep only bits that came from the same byte.
+    lo = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi16(v, 2), m4), _mm512_and_si512(hl, m2));
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), m4), _mm512_and_si512(hh, m2));
+}
+inline I q6_dot(I acc) { return _mm512_srai_epi32(acc, 2); }
+inline F load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -312,6 +330,31 @@ inline I q5_dot(I acc) { return _mm256_srai_epi32(acc, 3); }
 #else
 inline I q5_dot(I acc) { return acc; }
 #endif
+inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hp));
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+    const __m256i m4 = _mm256_set1_epi8(0x3c), m2 = _mm256_set1_epi8(char(0xc0));
+    const __m256i hl = s == 0 ? _mm256_slli_epi16(h, 6) : _mm256_slli_epi16(h, 2);
+    const __m256i hh = s == 0 ? _mm256_slli_epi16(h, 4) : h;
+    lo = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(v, 2), m4), _mm256_and_si256(hl, m2));
+    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2), m4), _mm256_and_si256(hh, m2));
+#else
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30), b = _mm256_set1_epi8(96);
+    const __m256i hl = s == 0 ? _mm256_slli_epi16(h, 4) : h;
+    const __m256i hh = s == 0 ? _mm256_slli_epi16(h, 2) : _mm256_srli_epi16(h, 2);
+    lo = _mm256_add_epi8(_mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hl, m2)), b);
+    hi = _mm256_add_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hh, m2)), b);
+#endif
+}
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+inline I q6_dot(I acc) { return _mm256_srai_epi32(acc, 2); }
+#else
+inline I q6_dot(I acc) { return acc; }
+#endif
+inline F load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 inline X4 bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -474,6 +517,21 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
 inline I q5_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 3;  // arithmetic: exact on multiples of 8
     return acc;
+}
+inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        lo.b[i] = uint8_t(4 * ((p[i] & 15) | (((hp[i] >> s) & 3) << 4)));
+        hi.b[i] = uint8_t(4 * ((p[i] >> 4) | (((hp[i] >> (s + 2)) & 3) << 4)));
+    }
+}
+inline I q6_dot(I acc) {
+    for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 2;  // arithmetic: exact on multiples of 4
+    return acc;
+}
+inline F load_i8(const int8_t* p) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) tmp[i] = float(p[i]);
+    return F::load_aligned(tmp);
 }
 inline X4 bcast4(const int8_t* p) {
     X4 x;

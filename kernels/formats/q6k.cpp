@@ -1,0 +1,145 @@
+// The q6k format's entry: GGUF Q6_K super-blocks in 16-row panels (layout in
+// kernels/formats/q6k.hpp), a round-to-nearest quantizer for float sources,
+// and the exact repacking of given Q6_K fields.
+#include "kernels/formats/q6k.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/formats/format.hpp"
+#include "kernels/formats/q8.hpp"
+#include "staticlm/error.hpp"
+
+namespace staticlm::kernels {
+
+namespace {
+
+int supers(int k) { return (k + kQ6kSuper - 1) / kQ6kSuper; }
+
+size_t panel_size(int k) { return size_t(supers(k)) * sizeof(Q6kSuper); }
+
+size_t matrix_size(int n, int k) {
+    detail::check_k("q6k", n, k);
+    return detail::panels(n) * panel_size(k);
+}
+
+size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+
+// Row r's n at k = j (0..31) of a group.
+int group_n(const Q6kGroup& g, int r, int j) {
+    const int quad = j / 4, c = j % 4;
+    const uint8_t byte = g.lo[j / 8][r][c];
+    const int lo = (j % 8) < 4 ? byte & 15 : byte >> 4;
+    const int hi = (g.hi[quad / 4][r][c] >> (2 * (quad % 4))) & 3;
+    return lo | (hi << 4);
+}
+
+void read_row(const PackedMatrix& w, int row, float scale, float* out) {
+    detail::check_row(w, row);
+    const int p = row / kPanelRows, r = row % kPanelRows;
+    const auto* sb = reinterpret_cast<const Q6kSuper*>(w.data + size_t(p) * panel_size(w.k));
+    for (int i = 0; i < w.k; ++i) {
+        const Q6kSuper& s = sb[i / kQ6kSuper];
+        const Q6kGroup& g = s.g[(i % kQ6kSuper) / kQ8Group];
+        const int j = i % kQ8Group;
+        uint16_t d;
+        std::memcpy(&d, &s.d[r], 2);
+        const float ws = f16_to_f32(d) * float(g.sc[j / kQ6kSub][r]);
+        out[i] = ws * float(group_n(g, r, j) - 32) * scale;
+    }
+}
+
+}  // namespace
+
+void quantize_q6k_super(const float* x, uint8_t* n, int8_t* sc, uint16_t* d) {
+    constexpr int kSubs = kQ6kSuper / kQ6kSub;
+    float scale[kSubs];
+    float max_scale = 0.0f;
+    for (int s = 0; s < kSubs; ++s) {
+        const float* v = x + s * kQ6kSub;
+        float amax = 0.0f, mx = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < kQ6kSub; ++i) {
+            finite = finite && std::isfinite(v[i]);
+            if (std::fabs(v[i]) > amax) amax = std::fabs(v[i]), mx = v[i];
+        }
+        scale[s] = finite ? mx / -32.0f : 0.0f;
+        max_scale = std::max(max_scale, std::fabs(scale[s]));
+    }
+    const float dd = f16_to_f32(f32_to_f16(std::min(max_scale / 127.0f, 65504.0f)));
+    *d = f32_to_f16(dd);
+    for (int s = 0; s < kSubs; ++s) {
+        sc[s] = dd > 0.0f ? int8_t(std::clamp(std::round(scale[s] / dd), -127.0f, 127.0f)) : 0;
+        const float ws = dd * float(sc[s]);
+        for (int i = 0; i < kQ6kSub; ++i) {
+            const float v = x[s * kQ6kSub + i];
+            const float q = ws != 0.0f && std::isfinite(v) ? std::clamp(std::round(v / ws), -32.0f, 31.0f) : 0.0f;
+            n[s * kQ6kSub + i] = uint8_t(int(q) + 32);
+        }
+    }
+}
+
+const FormatInfo formats::q6k = {
+    .traits = {WeightType::q6k, "q6k", WeightMath::int8, false,
+               double(sizeof(Q6kSuper)) / (kPanelRows * kQ6kSuper)},
+    .k_align = kQ6kSuper,
+    .panel_bytes = panel_size,
+    .packed_bytes = matrix_size,
+    .scratch_bytes = scratch_size,
+    .unpack_row = read_row,
+};
+
+namespace detail {
+
+void store_q6k_super(std::byte* super, int r, const uint8_t* n, const int8_t* sc, uint16_t d) {
+    auto& s = *reinterpret_cast<Q6kSuper*>(super);
+    for (int g = 0; g < kQ6kGroups; ++g) {
+        Q6kGroup& grp = s.g[g];
+        const uint8_t* v = n + g * kQ8Group;
+        for (int t = 0; t < kQ8Group / 8; ++t)
+            for (int c = 0; c < 4; ++c)
+                grp.lo[t][r][c] = uint8_t((v[8 * t + c] & 15) | ((v[8 * t + 4 + c] & 15) << 4));
+        for (int u = 0; u < kQ8Group / 16; ++u)
+            for (int c = 0; c < 4; ++c) {
+                uint8_t b = 0;
+                for (int w = 0; w < 4; ++w) b = uint8_t(b | ((v[4 * (4 * u + w) + c] >> 4) << (2 * w)));
+                grp.hi[u][r][c] = b;
+            }
+        grp.sc[0][r] = sc[2 * g];
+        grp.sc[1][r] = sc[2 * g + 1];
+    }
+    std::memcpy(&s.d[r], &d, 2);  // the super-block may be unaligned
+}
+
+}  // namespace detail
+
+void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int n, int k, int n0, int n1,
+                     std::byte* dst) {
+    detail::check_quant_rows("pack_q6k_quants", WeightType::q6k, n, k, n0, n1);
+    if (k % kQ6kSuper != 0)
+        throw Error(ErrorKind::input, "pack_q6k_quants: k = " + std::to_string(k) + " is not whole super-blocks of " +
+                                          std::to_string(kQ6kSuper));
+    const int ns = k / kQ6kSuper, subs = k / kQ6kSub;
+    for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+        std::byte* panel = dst + size_t(p0 / kPanelRows) * panel_size(k);
+        std::memset(panel, 0, panel_size(k));  // padding rows: scales 0
+        const int rows = std::min(kPanelRows, n1 - p0);
+        for (int r = 0; r < rows; ++r) {
+            const size_t row = size_t(p0 - n0 + r);
+            for (int s = 0; s < ns; ++s) {
+                const uint8_t* nq = q + row * size_t(k) + size_t(s) * kQ6kSuper;
+                for (int i = 0; i < kQ6kSuper; ++i)
+                    if (nq[i] > 63)
+                        throw Error(ErrorKind::input, "pack_q6k_quants: value " + std::to_string(nq[i]) + " of row " +
+                                                          std::to_string(row) + " is outside [0, 63]");
+                detail::store_q6k_super(panel + size_t(s) * sizeof(Q6kSuper), r, nq,
+                                        sc + row * size_t(subs) + size_t(s) * (kQ6kSuper / kQ6kSub),
+                                        d[row * size_t(ns) + size_t(s)]);
+            }
+        }
+    }
+}
+
+}  // namespace staticlm::kernels
