@@ -23,10 +23,6 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
@@ -175,29 +171,18 @@ struct Q4kWeights {
     }
 };
 
-// Σ of 16 signed activation bytes.
-inline int32_t sum16(const int8_t* p) {
-#if defined(__SSE2__)
-    const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(char(0x80)));
-    const __m128i s = _mm_sad_epu8(b, _mm_setzero_si128());  // Σ (x + 128) per 8 bytes
-    return _mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128;
-#else
-    int32_t s = 0;
-    for (int i = 0; i < 16; ++i) s += p[i];
-    return s;
-#endif
-}
-
 // q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
 // of 16 k have their own scales: the tile runs them as two sub-groups, each
-// starting at -128 · its own Σ q_x.
+// starting at -128 · its own Σ q_x (corr_lo, and corr - corr_lo).
 struct Q6kWeights {
     static constexpr int kSubs = 2;
     static constexpr size_t kBlockBytes = sizeof(Q6kGroup);  // a group; super-blocks add d
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 3;  // about 1.2 KiB, as q8 and q4
-    static int32_t acc_init(const std::byte* row, const Q8ActLayout& /*a*/, int g, int s) {
-        return vec::kDotBiased ? -128 * sum16(reinterpret_cast<const int8_t*>(row) + g * kQ8Group + kQ6kSub * s) : 0;
+    static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int s) {
+        if (!vec::kDotBiased) return 0;
+        const int32_t lo = load_i32(row + a.corr_lo_off + 4 * size_t(g));
+        return s == 0 ? lo : load_i32(row + a.corr_off + 4 * size_t(g)) - lo;
     }
     static const std::byte* block(const std::byte* panel, int g) {
         return panel + size_t(g / kQ6kGroups) * sizeof(Q6kSuper) + size_t(g % kQ6kGroups) * sizeof(Q6kGroup);
@@ -273,11 +258,13 @@ inline vec::I quantize_lanes(vec::F x, vec::F s) {
     return vec::to_int(r);
 }
 
-// Activation group: q signed; returns Σq. s != 0.
-inline int32_t quantize_act_group(const float* x, float s, int8_t* q) {
+// Activation group: q signed; returns Σq, and Σq of the first 16 in *lo. s != 0.
+inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int32_t* lo) {
+    static_assert(kGroupVecs % 2 == 0);
     const vec::F sv = vec::set1(s);
     vec::I sum = vec::iset1(0);
     for (int h = 0; h < kGroupVecs; ++h) {
+        if (h == kGroupVecs / 2) *lo = vec::ihsum(sum);
         const vec::I qi = quantize_lanes(vec::load(x + h * kL), sv);
         sum = vec::iadd(sum, qi);
         vec::store_bytes(q + h * kL, qi);
@@ -306,6 +293,7 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
     auto* scale = reinterpret_cast<float*>(dst + a.scale_off);
     auto* corr = reinterpret_cast<int32_t*>(dst + a.corr_off);
+    auto* corr_lo = reinterpret_cast<int32_t*>(dst + a.corr_lo_off);
     alignas(64) float buf[kQ8Group];
     for (int g = 0; g < a.n_groups; ++g) {
         const int len = std::min(kQ8Group, a.k - g * kQ8Group);
@@ -317,12 +305,13 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
         }
         const float s = group_absmax(src) / 127.0f;
         scale[g] = s;
-        int32_t sum = 0;
+        int32_t sum = 0, lo = 0;
         if (s != 0.0f)
-            sum = quantize_act_group(src, s, q + size_t(g) * kQ8Group);
+            sum = quantize_act_group(src, s, q + size_t(g) * kQ8Group, &lo);
         else
             std::memset(q + size_t(g) * kQ8Group, 0, kQ8Group);
         corr[g] = -128 * sum;
+        corr_lo[g] = -128 * lo;
     }
 }
 

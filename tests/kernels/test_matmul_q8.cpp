@@ -180,8 +180,8 @@ TEST_CASE("q8 sizes") {
     CHECK(packed_bytes(WeightType::q8, 16, 32) == 544);  // 512 B of int8 + 16 f16 scales
     CHECK(packed_bytes(WeightType::q8, 17, 33) == 2 * 2 * 544);
     CHECK(packed_bytes(WeightType::q8, 0, 32) == 0);
-    CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 = 40 -> 64
-    CHECK(q8_act_row_bytes(2048) == 64 * 40);  // 64 groups · 40 bytes
+    CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 + 4 = 44 -> 64
+    CHECK(q8_act_row_bytes(2048) == 64 * 44);  // 64 groups · 44 bytes
     CHECK(q8_act_row_bytes(100) % 64 == 0);
     CHECK(matmul_scratch_bytes(WeightType::q8, 3, 100) == 3 * q8_act_row_bytes(100));
     CHECK(matmul_scratch_bytes(WeightType::q8, 0, 100) == 0);
@@ -284,10 +284,12 @@ TEST_CASE("q8 quantize_act equals the reference on every target") {
                 CHECK(std::memcmp(d, q.data(), size_t(kp)) == 0);
                 CHECK(std::memcmp(d + kp, s.data(), 4 * size_t(n_groups)) == 0);
                 for (int g = 0; g < n_groups; ++g) {
-                    int32_t sum = 0, corr;
-                    for (int i = 0; i < 32; ++i) sum += q[size_t(g * 32 + i)];
+                    int32_t sum = 0, lo = 0, corr, corr_lo;
+                    for (int i = 0; i < 32; ++i) sum += q[size_t(g * 32 + i)], lo += i < 16 ? q[size_t(g * 32 + i)] : 0;
                     std::memcpy(&corr, d + kp + 4 * n_groups + 4 * g, 4);
+                    std::memcpy(&corr_lo, d + kp + 8 * n_groups + 4 * g, 4);
                     CHECK(corr == -128 * sum);
+                    CHECK(corr_lo == -128 * lo);
                 }
             }
         }

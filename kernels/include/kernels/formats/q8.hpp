@@ -34,7 +34,8 @@ static_assert(sizeof(Q8Block) == 544 && offsetof(Q8Block, scale) == 512,
 constexpr int q8_groups(int k) { return (k + kQ8Group - 1) / kQ8Group; }
 
 // A quantized activation row: int8 q[k_pad] (signed), float scale[G],
-// int32 corr[G] = -128 · Σ q of the group; rows are `stride` bytes apart (a
+// int32 corr[G] = -128 · Σ q of the group, int32 corr_lo[G] = -128 · Σ q of
+// the group's first 16 (q6k's sub-blocks); rows are `stride` bytes apart (a
 // multiple of 64).
 struct Q8ActLayout {
     int k = 0;
@@ -42,6 +43,7 @@ struct Q8ActLayout {
     size_t stride = 0;
     size_t scale_off = 0;  // float scale[n_groups]
     size_t corr_off = 0;   // int32 corr[n_groups]
+    size_t corr_lo_off = 0;  // int32 corr_lo[n_groups]
 };
 
 constexpr Q8ActLayout q8_act_layout(int k) {
@@ -51,9 +53,10 @@ constexpr Q8ActLayout q8_act_layout(int k) {
     const size_t k_pad = size_t(a.n_groups) * kQ8Group;
     a.scale_off = k_pad;
     a.corr_off = k_pad + sizeof(float) * size_t(a.n_groups);
-    a.stride = align64(a.corr_off + sizeof(int32_t) * size_t(a.n_groups));
+    a.corr_lo_off = a.corr_off + sizeof(int32_t) * size_t(a.n_groups);
+    a.stride = align64(a.corr_lo_off + sizeof(int32_t) * size_t(a.n_groups));
     return a;
 }
-static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 40);
+static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 44);
 
 }  // namespace staticlm::kernels
