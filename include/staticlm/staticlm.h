@@ -99,8 +99,8 @@ typedef enum slm_weights {
     SLM_WEIGHTS_Q4K = 6, /* GGUF Q4_K: 4-bit, 6-bit scales and mins per 32 */
     SLM_WEIGHTS_Q6K = 7, /* GGUF Q6_K: 6-bit, 8-bit scales per 16 */
     /* Each matrix in the format nearest the one its file stores: F32, F16,
-     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5, Q4_K as q4k
-     * (bit for bit), other GGUF quantized types as q8 (as `--weights
+     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5, Q4_K as q4k,
+     * Q6_K as q6k (bit for bit), other GGUF quantized types as q8 (as `--weights
      * native`, the CLI's default for a .gguf file). */
     SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
@@ -189,7 +189,7 @@ SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params
 SLM_API void slm_session_free(slm_session* session);
 
 /* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "q5", "q4k",
- * "native"): the
+ * "q6k", "native"): the
  * slm_weights value, or -1 for a name that is none; and back ("?" for a value
  * that is none). */
 SLM_API int slm_weights_from_name(const char* name);

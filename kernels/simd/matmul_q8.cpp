@@ -1,19 +1,20 @@
-// The SIMD body of the integer formats q8, q4 and q5, compiled per target
-// against the vector layer: activation quantization, panel packing (layouts in
-// kernels/formats/q8.hpp, q4.hpp, q5.hpp) and the matmul y[m][n] = x[m][k] ·
-// Wᵀ, one or several matrices per call. The formats share everything but the
-// weight loads of the inner tile (q4 and q5 unpack their bits to bytes the
-// dot step takes) and the packing.
+// The SIMD body of the integer formats q8, q4, q5, q4k and q6k, compiled per
+// target against the vector layer: activation quantization, panel packing
+// (layouts in kernels/formats/q8.hpp, q4.hpp, q5.hpp, q4k.hpp, q6k.hpp) and
+// the matmul y[m][n] = x[m][k] · Wᵀ, one or several matrices per call. The
+// formats share the tile, the activation rows and the threading; each one's
+// W trait says where a group's block is, how its bits become the bytes the
+// dot step takes, and the group's scales and epilogue.
 //
 // Numerical contract: activations are quantized exactly as ref::quantize_row_q8
 // and weights as ref::quantize_weight_row_q8 (IEEE division, round half away
 // from zero, clamp with min then max), so every target sees the same int8
-// data; q4 and q5 weights come from the target-independent quantize_q4_group
-// and quantize_q5_group. Inside a group of 32 the dot product is exact int32
-// (vec::dot4).
-// Across groups the sum is fp32 in group order: y = fma(float(dot), w_s·x_s, y)
+// data; the low-bit formats' weights come from target-independent quantizers
+// (quantize_q4_group, ...). Inside a group of 32 (q6k: of 16) the dot product
+// is exact int32 (vec::dot4). Across groups the sum is fp32 in group order:
+// y = fma(float(dot), w_s·x_s, y), q4k adds its min term with a second FMA
 // (vec::fma: fused on SIMD targets; a product then a sum on generic, as the
-// reference). Per output column the arithmetic does not depend on tiles,
+// references). Per output column the arithmetic does not depend on tiles,
 // threads or how many matrices share the call.
 #include <algorithm>
 #include <array>
@@ -853,9 +854,10 @@ namespace {
 template <class W>
 FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
 #if defined(STATICLM_AMX)
-    // q4, q5, q4k and q6k stay on VNNI: unpacking its nibbles for every tile made the AMX
-    // path slower (K = 2048, N = 8192, M = 512, 2 threads: 815 against 858
-    // GOPS, best of 5, bench_kernels).
+    // The low-bit formats stay on VNNI: unpacking q4's nibbles for every tile
+    // made the AMX path slower (K = 2048, N = 8192, M = 512, 2 threads: 815
+    // against 858 GOPS, best of 5, bench_kernels); q5, q4k and q6k have more
+    // to unpack and were not tried.
     if constexpr (std::is_same_v<W, Q8Weights>)
         if (cpu.amx_int8) return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
 #endif

@@ -288,11 +288,13 @@ TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity a
     struct Budget {
         WeightType w;
         bool native;
-        double min_top1, max_ppl_ratio, min_ref_top1;
+        double min_top1, max_ppl_ratio, min_ref_top1, max_peir;
     };
-    for (const Budget& b : {Budget{WeightType::q8, false, 0.96, 1.01, 0.95},
-                            Budget{WeightType::q8, true, 0.96, 1.01, 0.95},
-                            Budget{WeightType::q4, false, 0.66, 1.42, 0.70}}) {
+    // PEIR vs f32 at the 3 full rows (measured on AVX-512): q8 1.61%, native
+    // 1.52%, q4 15.9%: the int8 activations (one scale per 32) set the floor.
+    for (const Budget& b : {Budget{WeightType::q8, false, 0.96, 1.01, 0.95, 0.02},
+                            Budget{WeightType::q8, true, 0.96, 1.01, 0.95, 0.02},
+                            Budget{WeightType::q4, false, 0.66, 1.42, 0.70, 0.2}}) {
         auto model = load(b.w, b.native);
         Session s(model, session_options(T + 8));
         const Pass p = run_pass(s, r);
@@ -300,16 +302,27 @@ TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity a
         for (int i = 0; i < T; ++i) agree += p.argmax[size_t(i)] == f32.argmax[size_t(i)];
         for (size_t j = 0; j < r.topk_pos.size(); ++j)
             agree_ref += p.argmax[size_t(r.topk_pos[j])] == r.topk_ids[j * size_t(r.k)];
+        // PEIR against f32 over the positions where the reference keeps full rows.
+        double peir = 0;
+        for (size_t j = 0; j < r.positions.size(); ++j) {
+            const std::vector<float>&got = p.rows[j], &want = f32.rows[j];
+            const auto [mn, mx] = std::minmax_element(want.begin(), want.end());
+            double err = 0;
+            for (size_t v = 0; v < want.size(); ++v) err = std::max(err, std::fabs(double(got[v]) - double(want[v])));
+            peir = std::max(peir, err / (double(*mx) - double(*mn)));
+        }
         const double top1 = double(agree) / T, ppl = p.ppl(), ppl32 = f32.ppl();
         const char* name = b.native ? "native" : weight_type_name(b.w);
         std::printf("  gemma3-270m %s  long     T %4d  top-1 vs f32 %.2f%% (vs reference at %zu positions %d)"
-                    "  ppl %.4f (f32 %.4f, %+.2f%%)\n",
-                    name, T, 100 * top1, r.topk_pos.size(), agree_ref, ppl, ppl32, 100 * (ppl / ppl32 - 1));
+                    "  ppl %.4f (f32 %.4f, %+.2f%%)  PEIR vs f32 %.2f%% at %zu rows\n",
+                    name, T, 100 * top1, r.topk_pos.size(), agree_ref, ppl, ppl32, 100 * (ppl / ppl32 - 1), 100 * peir,
+                    r.positions.size());
         CAPTURE(name);
         CHECK(top1 >= b.min_top1);
         CHECK(ppl / ppl32 <= b.max_ppl_ratio);
         CHECK(ppl / ppl32 >= 1 / b.max_ppl_ratio);
         CHECK(double(agree_ref) / double(r.topk_pos.size()) >= b.min_ref_top1);
+        CHECK(peir <= b.max_peir);
     }
 }
 
