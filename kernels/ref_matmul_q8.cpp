@@ -6,6 +6,7 @@
 
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
+#include "kernels/formats/q5k.hpp"
 #include "kernels/formats/q6k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/ref.hpp"
@@ -67,19 +68,32 @@ void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale) {
     quantize_low_bit_row(quantize_q5_group, x, k, q, scale);
 }
 
-void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
-    const int k_pad = padded_k(WeightType::q4k, k);
+namespace {
+
+void quantize_affine_k_row(void (*quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
+                           WeightType type, const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    const int k_pad = padded_k(type, k);
     for (int s0 = 0; s0 < k_pad; s0 += kQ4kSuper) {
         float buf[kQ4kSuper] = {};
         for (int i = 0; i < kQ4kSuper && s0 + i < k; ++i) buf[i] = x[s0 + i];
         uint8_t sc[kQ4kGroups], mn[kQ4kGroups];
         uint16_t d, dmin;
-        quantize_q4k_super(buf, wn + s0, sc, mn, &d, &dmin);
+        quantize(buf, wn + s0, sc, mn, &d, &dmin);
         for (int g = 0; g < kQ4kGroups; ++g) {
             ws[s0 / kQ8Group + g] = f16_to_f32(d) * float(sc[g]);
             wm[s0 / kQ8Group + g] = f16_to_f32(dmin) * float(mn[g]);
         }
     }
+}
+
+}  // namespace
+
+void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_k_row(quantize_q4k_super, WeightType::q4k, x, k, wn, ws, wm);
+}
+
+void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_k_row(quantize_q5k_super, WeightType::q5k, x, k, wn, ws, wm);
 }
 
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,

@@ -28,8 +28,8 @@ namespace staticlm::detail {
 namespace {
 
 // --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K; every other quantized type fits in q8's 8
-// bits).
+// Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K; every other quantized type fits in
+// q8's 8 bits).
 WeightType native_weight_type(kernels::GgmlType t) {
     switch (t) {
         case kernels::GgmlType::f32: return WeightType::f32;
@@ -38,6 +38,7 @@ WeightType native_weight_type(kernels::GgmlType t) {
         case kernels::GgmlType::q4_0: return WeightType::q4;
         case kernels::GgmlType::q5_0: return WeightType::q5;
         case kernels::GgmlType::q4_k: return WeightType::q4k;
+        case kernels::GgmlType::q5_k: return WeightType::q5k;
         case kernels::GgmlType::q6_k: return WeightType::q6k;
         default: return WeightType::q8;
     }
@@ -207,7 +208,7 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K/Q6_K fields.
+    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K/Q5_K/Q6_K fields.
     struct Scratch {
         std::vector<float> f32;
         std::vector<int8_t> quants;
@@ -238,8 +239,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             kernels::kPanelRows,
             int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
         const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
-        // Q4_K into q4k: its fields as they are.
-        const bool q4k = type == WeightType::q4k && t.type == kernels::GgmlType::q4_k;
+        // Q4_K into q4k, Q5_K into q5k: their fields as they are.
+        const bool q4k = (type == WeightType::q4k && t.type == kernels::GgmlType::q4_k) ||
+                         (type == WeightType::q5k && t.type == kernels::GgmlType::q5_k);
         const bool q6k = type == WeightType::q6k && t.type == kernels::GgmlType::q6_k;
         if (q6k) {
             buf.nibbles.resize(rows_max * row_floats);
@@ -275,10 +277,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                             throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ6kSuper);
                 } else if (q4k) {
                     const size_t s = at / kernels::kQ4kSuper;
-                    kernels::ggml_q4k_fields(blocks, count * e.k, buf.nibbles.data() + at,
-                                             buf.sc.data() + at / kernels::kQ8Group,
-                                             buf.mins.data() + at / kernels::kQ8Group, buf.d.data() + s,
-                                             buf.dmin.data() + s);
+                    (type == WeightType::q5k ? kernels::ggml_q5k_fields : kernels::ggml_q4k_fields)(
+                        blocks, count * e.k, buf.nibbles.data() + at, buf.sc.data() + at / kernels::kQ8Group,
+                        buf.mins.data() + at / kernels::kQ8Group, buf.d.data() + s, buf.dmin.data() + s);
                     for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ4kSuper; ++b)
                         if ((buf.d[s + b] & 0x7c00) == 0x7c00 || (buf.dmin[s + b] & 0x7c00) == 0x7c00)
                             throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ4kSuper);
@@ -299,8 +300,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                 kernels::pack_q6k_quants(buf.nibbles.data(), buf.sc6.data(), buf.d.data(), e.n, e.k, r0, r1,
                                          e.matrix->data);
             else if (q4k)
-                kernels::pack_q4k_quants(buf.nibbles.data(), buf.sc.data(), buf.mins.data(), buf.d.data(),
-                                         buf.dmin.data(), e.n, e.k, r0, r1, e.matrix->data);
+                (type == WeightType::q5k ? kernels::pack_q5k_quants : kernels::pack_q4k_quants)(
+                    buf.nibbles.data(), buf.sc.data(), buf.mins.data(), buf.d.data(), buf.dmin.data(), e.n, e.k, r0,
+                    r1, e.matrix->data);
             else if (direct && type == WeightType::q4)
                 kernels::pack_q4_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
             else if (direct && type == WeightType::q5)

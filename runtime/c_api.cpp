@@ -30,7 +30,8 @@ static_assert(int(SLM_WEIGHTS_Q8) == int(staticlm::WeightType::q8) &&
               int(SLM_WEIGHTS_Q4) == int(staticlm::WeightType::q4) &&
               int(SLM_WEIGHTS_Q5) == int(staticlm::WeightType::q5) &&
               int(SLM_WEIGHTS_Q4K) == int(staticlm::WeightType::q4k) &&
-              int(SLM_WEIGHTS_Q6K) == int(staticlm::WeightType::q6k));
+              int(SLM_WEIGHTS_Q6K) == int(staticlm::WeightType::q6k) &&
+              int(SLM_WEIGHTS_Q5K) == int(staticlm::WeightType::q5k));
 
 namespace {
 

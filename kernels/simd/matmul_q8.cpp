@@ -27,6 +27,7 @@
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
+#include "kernels/formats/q5k.hpp"
 #include "kernels/formats/q6k.hpp"
 #include "kernels/formats/q8.hpp"
 #include "kernels/simd/amx.hpp"
@@ -132,33 +133,41 @@ struct Q5Weights : HalfScaleGroups<Q5Weights> {
     }
     static vec::I dot(vec::I acc) { return vec::q5_dot(acc); }
 };
-// q4k: Q4_K super-blocks (kernels/formats/q4k.hpp). The dot steps are q4's on
-// unsigned nibbles; the epilogue recovers Σ n·x = Σ (n - 8)·x + 8·Σ x (the
+// q4k and q5k: Q4_K / Q5_K super-blocks (kernels/formats/q4k.hpp, q5k.hpp).
+// The dot steps are q4's (q5k: q5's) on unsigned n, which leave
+// Σ (n - kMid)·x; the epilogue recovers Σ n·x = that + kMid·Σ x (the
 // activation group's Σ x is -corr / 128, exact) and subtracts the min term.
-struct Q4kWeights {
+template <class Grp, class Sup, int kMid>
+struct AffineSuperGroups {
+    static_assert(kMid == 8 || kMid == 16);
     static constexpr int kSubs = 1;
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
         return group_acc_init(row, a, g);
     }
-    static constexpr size_t kBlockBytes = sizeof(Q4kGroup);  // a group; super-blocks add d and dmin
-    static constexpr size_t kQOff = offsetof(Q4kGroup, q);
+    static constexpr size_t kBlockBytes = sizeof(Grp);  // a group; super-blocks add d and dmin
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 4;  // as q4
     static const std::byte* block(const std::byte* panel, int g) {
-        return panel + size_t(g / kQ4kGroups) * sizeof(Q4kSuper) + size_t(g % kQ4kGroups) * sizeof(Q4kGroup);
+        return panel + size_t(g / kQ4kGroups) * sizeof(Sup) + size_t(g % kQ4kGroups) * sizeof(Grp);
     }
-    static size_t panel_bytes(int n_groups) {
-        return size_t((n_groups + kQ4kGroups - 1) / kQ4kGroups) * sizeof(Q4kSuper);
-    }
+    static size_t panel_bytes(int n_groups) { return size_t((n_groups + kQ4kGroups - 1) / kQ4kGroups) * sizeof(Sup); }
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        vec::load_q4(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp), w[0], w[1]);
+        const auto* b = reinterpret_cast<const uint8_t*>(blk);
+        const uint8_t* q = b + offsetof(Grp, q) + 64 * jl + 4 * kL * vp;
+        if constexpr (kMid == 8) {
+            vec::load_q4(q, w[0], w[1]);
+        } else {
+            static_assert(kL % 2 == 0, "a vector's bits are whole bytes of the bit plane");
+            const uint8_t* bits = b + offsetof(Grp, hi) + size_t(kL / 2 * vp);
+            vec::load_q5(q, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
+        }
     }
     struct Scales {
         vec::F ws, wm;  // d·sc and dmin·m of kL rows (exact)
     };
     static Scales scales(const std::byte* blk, int g, int /*s*/, int vp) {
-        const auto* grp = reinterpret_cast<const Q4kGroup*>(blk);
-        const auto* sup = reinterpret_cast<const Q4kSuper*>(blk - size_t(g % kQ4kGroups) * sizeof(Q4kGroup));
+        const auto* grp = reinterpret_cast<const Grp*>(blk);
+        const auto* sup = reinterpret_cast<const Sup*>(blk - size_t(g % kQ4kGroups) * sizeof(Grp));
         return {vec::mul(vec::load(sup->d + kL * vp), vec::load_u8(grp->sc + kL * vp)),
                 vec::mul(vec::load(sup->dmin + kL * vp), vec::load_u8(grp->m + kL * vp))};
     }
@@ -166,11 +175,14 @@ struct Q4kWeights {
         float x_s;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
         const int32_t sum_x = load_i32(row + a.corr_off + 4 * size_t(g)) / -128;
-        const vec::I nx = vec::iadd(vec::q4_dot(acc), vec::iset1(8 * sum_x));
+        const vec::I dot = kMid == 8 ? vec::q4_dot(acc) : vec::q5_dot(acc);
+        const vec::I nx = vec::iadd(dot, vec::iset1(kMid * sum_x));
         f = vec::fma(vec::to_float(nx), vec::mul(s.ws, vec::set1(x_s)), f);
         return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
     }
 };
+using Q4kWeights = AffineSuperGroups<Q4kGroup, Q4kSuper, 8>;
+using Q5kWeights = AffineSuperGroups<Q5kGroup, Q5kSuper, 16>;
 
 // q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
 // of 16 k have their own scales: the tile runs them as two sub-groups, each
@@ -799,8 +811,11 @@ void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k,
     }
 }
 
-// q4k panels: each row's super-blocks through the scalar quantize_q4k_super.
-void pack_panel_q4k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+// q4k and q5k panels: each row's super-blocks through the scalar
+// quantize_q4k_super / quantize_q5k_super.
+template <size_t SuperBytes, void (*Quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
+          void (*Store)(std::byte*, int, const uint8_t*, const uint8_t*, const uint8_t*, uint16_t, uint16_t)>
+void pack_panel_affine_k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
     static_assert(kPackTile == kQ4kSuper);
     alignas(64) float buf[kQ4kSuper];
     uint8_t n[kQ4kSuper], sc[kQ4kGroups], m[kQ4kGroups];
@@ -808,14 +823,14 @@ void pack_panel_q4k(SrcType st, const void* src, size_t ld, int rows, int k, std
     const size_t esize = st == SrcType::f32 ? 4 : 2;
     for (int c0 = 0; c0 < k; c0 += kQ4kSuper) {
         const int len = std::min(kQ4kSuper, k - c0);
-        std::byte* super = dst + size_t(c0 / kQ4kSuper) * sizeof(Q4kSuper);
-        std::memset(super, 0, sizeof(Q4kSuper));  // padding rows: n = 0, scales 0
+        std::byte* super = dst + size_t(c0 / kQ4kSuper) * SuperBytes;
+        std::memset(super, 0, SuperBytes);  // padding rows: n = 0, scales 0
         std::fill(buf + len, buf + kQ4kSuper, 0.0f);
         for (int r = 0; r < rows; ++r) {
             src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
             uint16_t d, dmin;
-            quantize_q4k_super(buf, n, sc, m, &d, &dmin);
-            detail::store_q4k_super(super, r, n, sc, m, d, dmin);
+            Quantize(buf, n, sc, m, &d, &dmin);
+            Store(super, r, n, sc, m, d, dmin);
         }
     }
 }
@@ -874,7 +889,15 @@ FormatKernels q4_kernels(const CpuFeatures& cpu) {
                                   pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
 }
 
-FormatKernels q4k_kernels(const CpuFeatures& cpu) { return int_kernels<Q4kWeights>(cpu, pack_panel_q4k); }
+FormatKernels q4k_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q4kWeights>(
+        cpu, pack_panel_affine_k<sizeof(Q4kSuper), quantize_q4k_super, detail::store_q4k_super>);
+}
+
+FormatKernels q5k_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q5kWeights>(
+        cpu, pack_panel_affine_k<sizeof(Q5kSuper), quantize_q5k_super, detail::store_q5k_super>);
+}
 
 FormatKernels q6k_kernels(const CpuFeatures& cpu) { return int_kernels<Q6kWeights>(cpu, pack_panel_q6k); }
 

@@ -16,6 +16,7 @@
 #include "kernels/formats/q4.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
+#include "kernels/formats/q5k.hpp"
 #include "kernels/formats/q6k.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
@@ -457,10 +458,27 @@ TEST_CASE("q5 and q8 holding the same Q5_0 values give the same bits on every ta
 }
 
 // ---------------------------------------------------------------------------
-// q4k (GGUF Q4_K kept as super-blocks)
+// q4k and q5k (GGUF Q4_K and Q5_K kept as super-blocks)
 // ---------------------------------------------------------------------------
 
 namespace {
+
+// What the tests need of q4k / q5k: the largest n, the documented sizes, the
+// packer of given fields and the reference quantizers.
+struct AffineK {
+    WeightType type;
+    int levels;
+    size_t group_bytes, super_bytes;
+    void (*pack_given)(const uint8_t*, const uint8_t*, const uint8_t*, const uint16_t*, const uint16_t*, int, int,
+                       int, int, std::byte*);
+    void (*quantize_super)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*);
+    void (*ref_row)(const float*, int, uint8_t*, float*, float*);
+    const char* name;
+};
+const AffineK kQ4k{WeightType::q4k, 15, 288, 2368, pack_q4k_quants, quantize_q4k_super,
+                   ref::quantize_weight_row_q4k, "q4k"};
+const AffineK kQ5k{WeightType::q5k, 31, 352, 2880, pack_q5k_quants, quantize_q5k_super,
+                   ref::quantize_weight_row_q5k, "q5k"};
 
 // Given Q4_K fields for n rows × k (k a multiple of 256): random nibbles and
 // 6-bit scales/mins; d and dmin powers of two (exact = true: every product of
@@ -471,9 +489,9 @@ struct Q4kFields {
     std::vector<uint16_t> d, dmin;
 };
 
-Q4kFields random_q4k(int n, int k, bool exact, std::mt19937& rng) {
+Q4kFields random_q4k(int n, int k, bool exact, std::mt19937& rng, int levels = 15) {
     Q4kFields f{n, k, {}, {}, {}, {}, {}};
-    std::uniform_int_distribution<int> nib(0, 15), six(0, 63), expo(-8, -5);
+    std::uniform_int_distribution<int> nib(0, levels), six(0, 63), expo(-8, -5);
     std::uniform_real_distribution<float> u(0.001f, 0.05f);
     f.q.resize(size_t(n) * size_t(k));
     f.sc.resize(size_t(n) * size_t(k / G));
@@ -503,7 +521,7 @@ void q4k_ref_scales(const Q4kFields& f, std::vector<float>& ws, std::vector<floa
         }
 }
 
-void check_q4k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
+void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
                       const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads, bool exact,
                       std::mt19937& rng) {
     const int n = w.n, k = w.k;
@@ -519,10 +537,10 @@ void check_q4k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::v
     const float* x = xbuf.data() + 1;
     std::vector<float> ybuf(size_t(m) * ldy + 1, -777.0f), yref(size_t(m) * size_t(n));
     float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q4k, m, k), 64));
+    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(w.type, m, k), 64));
     matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
     ref::matmul_q4k(wn.data(), ws.data(), wm.data(), n, k, x, ldx, m, yref.data(), size_t(n));
-    const int kp = padded_k(WeightType::q4k, k);
+    const int kp = padded_k(w.type, k);
     int bad = 0;
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c) {
@@ -544,37 +562,41 @@ void check_q4k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::v
 
 }  // namespace
 
-TEST_CASE("q4k from given Q4_K fields: the documented layout, unpack_row, range checks") {
+TEST_CASE("q4k and q5k from given Q4_K / Q5_K fields: the documented layout, unpack_row, range checks") {
+    for (const AffineK* fp : {&kQ4k, &kQ5k}) {
+    const AffineK& fmt = *fp;
+    CAPTURE(fmt.name);
+    const size_t GB = fmt.group_bytes, SB = fmt.super_bytes;
     std::mt19937 rng(21);
     const int n = 20, k = 512;
-    const Q4kFields f = random_q4k(n, k, false, rng);
-    Buffer buf(packed_bytes(WeightType::q4k, n, k));
-    REQUIRE(buf.size() == 2 * 2 * size_t(2368));  // 2 panels × 2 super-blocks
-    pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16, buf.data());
-    pack_q4k_quants(f.q.data() + 16 * k, f.sc.data() + 16 * (k / G), f.m.data() + 16 * (k / G),
-                    f.d.data() + 16 * 2, f.dmin.data() + 16 * 2, n, k, 16, n, buf.data());
-    const PackedMatrix w{WeightType::q4k, n, k, buf.data(), buf.size()};
+    const Q4kFields f = random_q4k(n, k, false, rng, fmt.levels);
+    Buffer buf(packed_bytes(fmt.type, n, k));
+    REQUIRE(buf.size() == 2 * 2 * SB);  // 2 panels × 2 super-blocks
+    fmt.pack_given(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16, buf.data());
+    fmt.pack_given(f.q.data() + 16 * k, f.sc.data() + 16 * (k / G), f.m.data() + 16 * (k / G),
+                   f.d.data() + 16 * 2, f.dmin.data() + 16 * 2, n, k, 16, n, buf.data());
+    const PackedMatrix w{fmt.type, n, k, buf.data(), buf.size()};
     const auto* bytes = reinterpret_cast<const uint8_t*>(buf.data());
     std::vector<float> row(static_cast<size_t>(k));
     int bad = 0;
     for (int r = 0; r < 32; ++r) {
-        const uint8_t* panel = bytes + size_t(r / 16) * 2 * 2368;
+        const uint8_t* panel = bytes + size_t(r / 16) * 2 * SB;
         const int rr = r % 16;
         for (int s = 0; s < 2; ++s) {
-            const uint8_t* sup = panel + size_t(s) * 2368;
+            const uint8_t* sup = panel + size_t(s) * SB;
             uint16_t d, dmin;
-            std::memcpy(&d, sup + 2304 + 2 * rr, 2);
-            std::memcpy(&dmin, sup + 2336 + 2 * rr, 2);
+            std::memcpy(&d, sup + 8 * GB + 2 * rr, 2);
+            std::memcpy(&dmin, sup + 8 * GB + 32 + 2 * rr, 2);
             CHECK(d == (r < n ? f.d[size_t(r) * 2 + size_t(s)] : 0));
             CHECK(dmin == (r < n ? f.dmin[size_t(r) * 2 + size_t(s)] : 0));
             for (int g = 0; g < 8; ++g) {
-                const uint8_t* grp = sup + size_t(g) * 288;
+                const uint8_t* grp = sup + size_t(g) * GB;
                 const size_t gi = size_t(r) * size_t(k / G) + size_t(s * 8 + g);
-                if (grp[256 + rr] != (r < n ? f.sc[gi] : 0) && bad++ < 5) FAIL_CHECK("sc r ", r, " g ", g);
-                if (grp[272 + rr] != (r < n ? f.m[gi] : 0) && bad++ < 5) FAIL_CHECK("m r ", r, " g ", g);
+                if (grp[GB - 32 + rr] != (r < n ? f.sc[gi] : 0) && bad++ < 5) FAIL_CHECK("sc r ", r, " g ", g);
+                if (grp[GB - 16 + rr] != (r < n ? f.m[gi] : 0) && bad++ < 5) FAIL_CHECK("m r ", r, " g ", g);
                 for (int j = 0; j < G; ++j) {
-                    const uint8_t byte = grp[(j / 8) * 64 + rr * 4 + j % 4];
-                    const int nib = (j % 8) < 4 ? byte & 15 : byte >> 4;
+                    // q4k: the nibbles; q5k: q5's nibble and bit planes.
+                    const int nib = fmt.levels == 15 ? q4_block_q(grp, rr, j) + 8 : q5_block_q(grp, rr, j) + 16;
                     const int want = r < n ? f.q[size_t(r) * k + size_t((s * 8 + g) * G + j)] : 0;
                     if (nib != want && bad++ < 5) FAIL_CHECK("q r ", r, " k ", (s * 8 + g) * G + j);
                 }
@@ -593,24 +615,30 @@ TEST_CASE("q4k from given Q4_K fields: the documented layout, unpack_row, range 
     }
     CHECK(bad == 0);
     std::vector<uint8_t> q = f.q, sc = f.sc;
-    q[7] = 16;
-    CHECK_THROWS_WITH_AS(pack_q4k_quants(q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
-                                         buf.data()),
-                         "pack_q4k_quants: value 16 of row 0 is outside [0, 15]", Error);
+    q[7] = uint8_t(fmt.levels + 1);
+    const std::string msg = std::string("pack_") + fmt.name + "_quants: value " + std::to_string(fmt.levels + 1) +
+                            " of row 0 is outside [0, " + std::to_string(fmt.levels) + "]";
+    CHECK_THROWS_WITH_AS(fmt.pack_given(q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
+                                        buf.data()),
+                         msg.c_str(), Error);
     sc[3] = 64;
-    CHECK_THROWS_AS(pack_q4k_quants(f.q.data(), sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
-                                    buf.data()),
+    CHECK_THROWS_AS(fmt.pack_given(f.q.data(), sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, 16,
+                                   buf.data()),
                     Error);
-    CHECK_THROWS_AS(pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, 288, 0, 16,
-                                    buf.data()),
+    CHECK_THROWS_AS(fmt.pack_given(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, 288, 0, 16,
+                                   buf.data()),
                     Error);  // not whole super-blocks
+    }
 }
 
-TEST_CASE("q4k quantizer: zeros, non-finite groups, error within the rounding step") {
+TEST_CASE("q4k and q5k quantizers: zeros, non-finite groups, error within the rounding step") {
+    for (const AffineK* fp : {&kQ4k, &kQ5k}) {
+    const AffineK& fmt = *fp;
+    CAPTURE(fmt.name);
     float x[256] = {};
     uint8_t n[256], sc[8], m[8];
     uint16_t d, dmin;
-    quantize_q4k_super(x, n, sc, m, &d, &dmin);
+    fmt.quantize_super(x, n, sc, m, &d, &dmin);
     CHECK(f16_to_f32(d) == 0.0f);
     CHECK(f16_to_f32(dmin) == 0.0f);
     for (int i = 0; i < 256; ++i) CHECK(n[i] == 0);
@@ -620,7 +648,7 @@ TEST_CASE("q4k quantizer: zeros, non-finite groups, error within the rounding st
     for (int trial = 0; trial < 200; ++trial) {
         for (float& v : x) v = normal(rng) * 0.02f;
         if (trial == 0) x[40] = std::nanf("");  // group 1 becomes zeros
-        quantize_q4k_super(x, n, sc, m, &d, &dmin);
+        fmt.quantize_super(x, n, sc, m, &d, &dmin);
         for (int g = 0; g < 8; ++g) {
             const float ws = f16_to_f32(d) * float(sc[g]), wm = f16_to_f32(dmin) * float(m[g]);
             if (trial == 0 && g == 1) {
@@ -628,7 +656,7 @@ TEST_CASE("q4k quantizer: zeros, non-finite groups, error within the rounding st
                 continue;
             }
             for (int i = g * 32; i < g * 32 + 32; ++i) {
-                REQUIRE(n[i] <= 15);
+                REQUIRE(n[i] <= fmt.levels);
                 const double e = double(x[i]) - (double(ws) * n[i] - double(wm));
                 err2 += e * e;
                 step2 += double(ws) * ws;
@@ -636,49 +664,55 @@ TEST_CASE("q4k quantizer: zeros, non-finite groups, error within the rounding st
         }
     }
     // Rounding to a uniform grid leaves an RMS error of step / sqrt(12) = 0.29 step.
-    MESSAGE("q4k quantizer RMS error / RMS step: ", std::sqrt(err2 / step2));
+    MESSAGE(fmt.name, " quantizer RMS error / RMS step: ", std::sqrt(err2 / step2));
     CHECK(std::sqrt(err2 / step2) < 0.35);
+    }
 }
 
-TEST_CASE("q4k matmul equals the reference exactly on every target (exact fp32 sums)") {
+TEST_CASE("q4k and q5k matmuls equal the reference exactly on every target (exact fp32 sums)") {
     std::mt19937 rng(17);
+    for (const AffineK* fp : {&kQ4k, &kQ5k})
     for_each_target([&](const KernelTable& kt) {
+        const AffineK& fmt = *fp;
+        CAPTURE(fmt.name);
         for (const int k : {256, 768})
             for (const int n : {1, 16, 33}) {
-                const Q4kFields f = random_q4k(n, k, true, rng);
-                Buffer buf(packed_bytes(WeightType::q4k, n, k));
-                pack_q4k_quants(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, n,
-                                buf.data());
-                const PackedMatrix w{WeightType::q4k, n, k, buf.data(), buf.size()};
+                const Q4kFields f = random_q4k(n, k, true, rng, fmt.levels);
+                Buffer buf(packed_bytes(fmt.type, n, k));
+                fmt.pack_given(f.q.data(), f.sc.data(), f.m.data(), f.d.data(), f.dmin.data(), n, k, 0, n,
+                               buf.data());
+                const PackedMatrix w{fmt.type, n, k, buf.data(), buf.size()};
                 std::vector<float> ws, wm;
                 q4k_ref_scales(f, ws, wm);
                 for (const int m : {0, 1, 2, 6, 7, 13, 40})
-                    for (const int threads : {1, 2}) check_q4k_matmul(kt, w, f.q, ws, wm, m, threads, true, rng);
+                    for (const int threads : {1, 2}) check_affine_k_matmul(kt, w, f.q, ws, wm, m, threads, true, rng);
             }
     });
 }
 
-TEST_CASE("q4k matmul matches the reference on random data on every target (float sources, padded k)") {
+TEST_CASE("q4k and q5k matmuls match the reference on random data on every target (float sources, padded k)") {
     std::mt19937 rng(19);
+    for (const AffineK* fp : {&kQ4k, &kQ5k})
     for_each_target([&](const KernelTable& kt) {
+        const AffineK& fmt = *fp;
+        CAPTURE(fmt.name);
         for (const int k : {1, 33, 300, 512})
             for (const int n : {17, 48}) {
                 const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                const size_t bytes = packed_bytes(WeightType::q4k, n, k);
+                const size_t bytes = packed_bytes(fmt.type, n, k);
                 Buffer buf(bytes);
-                const size_t panel = format_info(WeightType::q4k).panel_bytes(k);
+                const size_t panel = format_info(fmt.type).panel_bytes(k);
                 for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                    kt.pack_panel(WeightType::q4k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
+                    kt.pack_panel(fmt.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
                                   std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                const PackedMatrix w{WeightType::q4k, n, k, buf.data(), bytes};
-                const int kp = padded_k(WeightType::q4k, k);
+                const PackedMatrix w{fmt.type, n, k, buf.data(), bytes};
+                const int kp = padded_k(fmt.type, k);
                 std::vector<uint8_t> wn(size_t(n) * size_t(kp));
                 std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
                 for (int r = 0; r < n; ++r)
-                    ref::quantize_weight_row_q4k(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
-                                                 ws.data() + size_t(r) * size_t(kp / G),
-                                                 wm.data() + size_t(r) * size_t(kp / G));
-                for (const int m : {1, 5, 64}) check_q4k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+                    fmt.ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
+                                ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
+                for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
             }
     });
 }

@@ -191,26 +191,40 @@ TEST_CASE("gguf: dequantization is bit-exact with gguf-py 0.19.0 on the committe
     }
 }
 
-TEST_CASE("gguf: Q4_K blocks repack into q4k bit for bit (gguf-py 0.19.0's dequantization)") {
+TEST_CASE("gguf: Q4_K, Q5_K and Q6_K blocks repack into q4k, q5k and q6k bit for bit (gguf-py 0.19.0's dequantization)") {
     const GgufFile f(kGgufFixtures / "quant_blocks.gguf");
     const SafetensorsFile expected(kGgufFixtures / "quant_blocks_expected.safetensors");
-    const GgufTensor& t = f.tensor("q4_k");
-    const int n = int(t.ne[1]), k = int(t.ne[0]);
-    const size_t count = size_t(n) * size_t(k);
-    std::vector<uint8_t> q(count), sc(count / 32), mn(count / 32);
-    std::vector<uint16_t> d(count / 256), dmin(count / 256);
-    kernels::ggml_q4k_fields(t.data, int64_t(count), q.data(), sc.data(), mn.data(), d.data(), dmin.data());
-    Buffer buf(kernels::packed_bytes(WeightType::q4k, n, k));
-    kernels::pack_q4k_quants(q.data(), sc.data(), mn.data(), d.data(), dmin.data(), n, k, 0, n, buf.data());
-    const kernels::PackedMatrix w{WeightType::q4k, n, k, buf.data(), buf.size()};
-    const std::vector<float> want = read_f32(expected.at("q4_k"));
-    std::vector<float> row(static_cast<size_t>(k));
-    size_t bad = 0;
-    for (int r = 0; r < n; ++r) {
-        kernels::unpack_row(w, r, 1.0f, row.data());
-        for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
+    for (const char* name : {"q4_k", "q5_k", "q6_k"}) {
+        CAPTURE(name);
+        const GgufTensor& t = f.tensor(name);
+        const int n = int(t.ne[1]), k = int(t.ne[0]);
+        const size_t count = size_t(n) * size_t(k);
+        std::vector<uint8_t> q(count), sc(count / 32), mn(count / 32);
+        std::vector<int8_t> sc6(count / 16);
+        std::vector<uint16_t> d(count / 256), dmin(count / 256);
+        const std::string which = name;
+        const WeightType type = which == "q4_k" ? WeightType::q4k : which == "q5_k" ? WeightType::q5k : WeightType::q6k;
+        Buffer buf(kernels::packed_bytes(type, n, k));
+        if (type == WeightType::q6k) {
+            kernels::ggml_q6k_fields(t.data, int64_t(count), q.data(), sc6.data(), d.data());
+            kernels::pack_q6k_quants(q.data(), sc6.data(), d.data(), n, k, 0, n, buf.data());
+        } else {
+            const bool five = type == WeightType::q5k;
+            (five ? kernels::ggml_q5k_fields : kernels::ggml_q4k_fields)(t.data, int64_t(count), q.data(), sc.data(),
+                                                                         mn.data(), d.data(), dmin.data());
+            (five ? kernels::pack_q5k_quants : kernels::pack_q4k_quants)(q.data(), sc.data(), mn.data(), d.data(),
+                                                                         dmin.data(), n, k, 0, n, buf.data());
+        }
+        const kernels::PackedMatrix w{type, n, k, buf.data(), buf.size()};
+        const std::vector<float> want = read_f32(expected.at(name));
+        std::vector<float> row(static_cast<size_t>(k));
+        size_t bad = 0;
+        for (int r = 0; r < n; ++r) {
+            kernels::unpack_row(w, r, 1.0f, row.data());
+            for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
+        }
+        CHECK(bad == 0);
     }
-    CHECK(bad == 0);
 }
 
 TEST_CASE("gguf: native loads Q4_K and Q6_K tensors into q4k and q6k bit for bit; a non-finite d is an error") {

@@ -137,7 +137,8 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w) {
 }  // namespace
 
 TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
-    for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q6k}) {
+    for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
+                          WeightType::q6k}) {
         check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }
@@ -207,7 +208,8 @@ void check_batch_no_allocation(const std::filesystem::path& dir, WeightType w) {
 }  // namespace
 
 TEST_CASE("the batched runtime allocates nothing after creation") {
-    for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q6k}) {
+    for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
+                          WeightType::q6k}) {
         check_batch_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_batch_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }

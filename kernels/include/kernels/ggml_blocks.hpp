@@ -81,6 +81,8 @@ bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scal
 // halves d[n / 256] and dmin[n / 256]; dequantize_ggml gives exactly
 // (half(d) · sc) · q - half(dmin) · m.
 void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+// The same for Q5_K (kernels::pack_q5k_quants): q[n] in [0, 31].
+void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
 // The same for Q6_K (kernels::pack_q6k_quants): 6-bit q[n] in [0, 63] (the
 // value is q - 32), signed scales sc[n / 16], halves d[n / 256];
 // dequantize_ggml gives exactly (half(d) · sc) · (q - 32).

@@ -39,6 +39,8 @@ void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float*
 // matmul_q8; per group, in order, in fp32 (products then sums: no FMA):
 //   y += (x_scale · ws) · float(Σ wn·q_x);  y += wm · -(x_scale · float(Σ q_x))
 void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+// q5k the same way (wn in [0, 31]); matmul_q4k is its matmul too.
+void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
                 int m, float* y, size_t ldy);
 // q6k weights (kernels/formats/q6k.hpp) unpacked: values q = n - 32 [n][k_pad]
