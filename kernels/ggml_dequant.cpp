@@ -247,6 +247,25 @@ void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_
     }
 }
 
+void ggml_q41_fields(GgmlType type, const void* src, int64_t n, uint8_t* q, uint16_t* d, uint16_t* m) {
+    for (int64_t i = 0; i < n / kQK; ++i, q += kQK) {
+        uint8_t h[kQK] = {};
+        const uint8_t* qs;
+        if (type == GgmlType::q5_1) {
+            const auto& b = static_cast<const BlockQ5_1*>(src)[i];
+            d[i] = b.d, m[i] = b.m, qs = b.qs;
+            q5_high_bits(b.qh, h);  // as deq_q5_1
+        } else {
+            const auto& b = static_cast<const BlockQ4_1*>(src)[i];
+            d[i] = b.d, m[i] = b.m, qs = b.qs;
+        }
+        for (int j = 0; j < kQK / 2; ++j) {
+            q[j] = uint8_t((qs[j] & 0x0F) | h[j]);
+            q[j + kQK / 2] = uint8_t((qs[j] >> 4) | h[j + kQK / 2]);
+        }
+    }
+}
+
 void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
     const auto* x = static_cast<const BlockQ5_K*>(src);
     for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 8, m += 8) {

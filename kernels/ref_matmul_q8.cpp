@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4a.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5k.hpp"
 #include "kernels/formats/q6k.hpp"
@@ -88,6 +89,31 @@ void quantize_affine_k_row(void (*quantize)(const float*, uint8_t*, uint8_t*, ui
 
 }  // namespace
 
+namespace {
+
+void quantize_affine_g_row(void (*quantize)(const float*, uint8_t*, uint16_t*, uint16_t*), const float* x, int k,
+                           uint8_t* wn, float* ws, float* wm) {
+    const int k_pad = padded_k(WeightType::q8, k);
+    for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
+        float buf[kQ8Group] = {};
+        for (int i = 0; i < kQ8Group && g0 + i < k; ++i) buf[i] = x[g0 + i];
+        uint16_t d, m;
+        quantize(buf, wn + g0, &d, &m);
+        ws[g0 / kQ8Group] = f16_to_f32(d);
+        wm[g0 / kQ8Group] = -f16_to_f32(m);
+    }
+}
+
+}  // namespace
+
+void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_g_row(quantize_q4a_group, x, k, wn, ws, wm);
+}
+
+void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_g_row(quantize_q5a_group, x, k, wn, ws, wm);
+}
+
 void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
     quantize_affine_k_row(quantize_q4k_super, WeightType::q4k, x, k, wn, ws, wm);
 }
@@ -98,7 +124,12 @@ void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, floa
 
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
                 int m, float* y, size_t ldy) {
-    const int k_pad = padded_k(WeightType::q4k, k), k_act = padded_k(WeightType::q8, k);
+    matmul_affine(wn, ws, wm, n, k, padded_k(WeightType::q4k, k), x, ldx, m, y, ldy);
+}
+
+void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
+                   size_t ldx, int m, float* y, size_t ldy) {
+    const int k_act = padded_k(WeightType::q8, k);
     const int n_groups = k_act / kQ8Group, w_groups = k_pad / kQ8Group;
     std::vector<int8_t> xq(static_cast<size_t>(k_act));
     std::vector<float> xs(static_cast<size_t>(n_groups));

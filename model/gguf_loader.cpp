@@ -28,7 +28,7 @@ namespace staticlm::detail {
 namespace {
 
 // --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0, Q4_0, Q5_0, Q4_K, Q5_K and Q6_K; every other quantized type fits in
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K; Q2_K and Q3_K fit in
 // q8's 8 bits).
 WeightType native_weight_type(kernels::GgmlType t) {
     switch (t) {
@@ -39,6 +39,8 @@ WeightType native_weight_type(kernels::GgmlType t) {
         case kernels::GgmlType::q5_0: return WeightType::q5;
         case kernels::GgmlType::q4_k: return WeightType::q4k;
         case kernels::GgmlType::q5_k: return WeightType::q5k;
+        case kernels::GgmlType::q4_1: return WeightType::q4a;
+        case kernels::GgmlType::q5_1: return WeightType::q5a;
         case kernels::GgmlType::q6_k: return WeightType::q6k;
         default: return WeightType::q8;
     }
@@ -208,7 +210,8 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or Q4_K/Q5_K/Q6_K fields.
+    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or
+    // Q4_1/Q5_1/Q4_K/Q5_K/Q6_K fields.
     struct Scratch {
         std::vector<float> f32;
         std::vector<int8_t> quants;
@@ -243,7 +246,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const bool q4k = (type == WeightType::q4k && t.type == kernels::GgmlType::q4_k) ||
                          (type == WeightType::q5k && t.type == kernels::GgmlType::q5_k);
         const bool q6k = type == WeightType::q6k && t.type == kernels::GgmlType::q6_k;
-        if (q6k) {
+        const bool q41 = (type == WeightType::q4a && t.type == kernels::GgmlType::q4_1) ||
+                         (type == WeightType::q5a && t.type == kernels::GgmlType::q5_1);
+        if (q41) {
+            buf.nibbles.resize(rows_max * row_floats);
+            buf.d.resize(rows_max * row_floats / kernels::kQ8Group);
+            buf.dmin.resize(buf.d.size());
+        } else if (q6k) {
             buf.nibbles.resize(rows_max * row_floats);
             buf.sc6.resize(rows_max * row_floats / kernels::kQ6kSub);
             buf.d.resize(rows_max * row_floats / kernels::kQ6kSuper);
@@ -268,7 +277,14 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                 const int64_t count = interleaved ? 1 : r1 - r0;
                 const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
                 const size_t at = size_t(r - r0) * row_floats;
-                if (q6k) {
+                if (q41) {
+                    const size_t s = at / kernels::kQ8Group;
+                    kernels::ggml_q41_fields(t.type, blocks, count * e.k, buf.nibbles.data() + at, buf.d.data() + s,
+                                             buf.dmin.data() + s);
+                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
+                        if ((buf.d[s + b] & 0x7c00) == 0x7c00 || (buf.dmin[s + b] & 0x7c00) == 0x7c00)
+                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
+                } else if (q6k) {
                     const size_t s = at / kernels::kQ6kSuper;
                     kernels::ggml_q6k_fields(blocks, count * e.k, buf.nibbles.data() + at,
                                              buf.sc6.data() + at / kernels::kQ6kSub, buf.d.data() + s);
@@ -296,7 +312,10 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
                         throw_non_finite(t, g * e.k + bad);
                 }
             }
-            if (q6k)
+            if (q41)
+                (type == WeightType::q5a ? kernels::pack_q5a_quants : kernels::pack_q4a_quants)(
+                    buf.nibbles.data(), buf.d.data(), buf.dmin.data(), e.n, e.k, r0, r1, e.matrix->data);
+            else if (q6k)
                 kernels::pack_q6k_quants(buf.nibbles.data(), buf.sc6.data(), buf.d.data(), e.n, e.k, r0, r1,
                                          e.matrix->data);
             else if (q4k)

@@ -108,7 +108,8 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
 WeightType matrix_type(WeightRole role, WeightType type) {
     const bool vocab = role == WeightRole::embed || role == WeightRole::lm_head;
     const bool low_bit = type == WeightType::q4 || type == WeightType::q5 || type == WeightType::q4k ||
-                         type == WeightType::q6k || type == WeightType::q5k;
+                         type == WeightType::q6k || type == WeightType::q5k || type == WeightType::q4a ||
+                         type == WeightType::q5a;
     return low_bit && vocab ? WeightType::q8 : type;
 }
 

@@ -31,7 +31,9 @@ static_assert(int(SLM_WEIGHTS_Q8) == int(staticlm::WeightType::q8) &&
               int(SLM_WEIGHTS_Q5) == int(staticlm::WeightType::q5) &&
               int(SLM_WEIGHTS_Q4K) == int(staticlm::WeightType::q4k) &&
               int(SLM_WEIGHTS_Q6K) == int(staticlm::WeightType::q6k) &&
-              int(SLM_WEIGHTS_Q5K) == int(staticlm::WeightType::q5k));
+              int(SLM_WEIGHTS_Q5K) == int(staticlm::WeightType::q5k) &&
+              int(SLM_WEIGHTS_Q4A) == int(staticlm::WeightType::q4a) &&
+              int(SLM_WEIGHTS_Q5A) == int(staticlm::WeightType::q5a));
 
 namespace {
 

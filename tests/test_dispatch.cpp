@@ -45,6 +45,7 @@ TEST_CASE("avx512-amx exists exactly where the CPU and the OS grant AMX") {
     CHECK((amx.format(staticlm::WeightType::q4k).matmul == plain.format(staticlm::WeightType::q4k).matmul));
     CHECK((amx.format(staticlm::WeightType::q6k).matmul == plain.format(staticlm::WeightType::q6k).matmul));
     CHECK((amx.format(staticlm::WeightType::q5k).matmul == plain.format(staticlm::WeightType::q5k).matmul));
+    CHECK((amx.format(staticlm::WeightType::q4a).matmul == plain.format(staticlm::WeightType::q4a).matmul));
     if (cpu.amx_bf16 && cpu.avx512_bf16) CHECK((amx.matmul_bf16 != plain.matmul_bf16));
     CHECK((amx.peaks.amx_int8 != nullptr));
     CHECK((plain.peaks.amx_int8 == nullptr));

@@ -99,6 +99,8 @@ typedef enum slm_weights {
     SLM_WEIGHTS_Q4K = 6, /* GGUF Q4_K: 4-bit, 6-bit scales and mins per 32 */
     SLM_WEIGHTS_Q6K = 7, /* GGUF Q6_K: 6-bit, 8-bit scales per 16 */
     SLM_WEIGHTS_Q5K = 8, /* GGUF Q5_K: 5-bit, 6-bit scales and mins per 32 */
+    SLM_WEIGHTS_Q4A = 9, /* GGUF Q4_1: 4-bit, a half scale and offset per 32 */
+    SLM_WEIGHTS_Q5A = 10, /* GGUF Q5_1: 5-bit, a half scale and offset per 32 */
     /* Each matrix in the format nearest the one its file stores: F32, F16,
      * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5, Q4_K as q4k,
      * Q6_K as q6k (bit for bit), other GGUF quantized types as q8 (as `--weights

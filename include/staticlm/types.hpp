@@ -12,7 +12,7 @@ namespace staticlm {
 
 // The weight formats. The numbers are the C API's slm_weights values; what each
 // format is (layout, sizes, kernels) is one entry of kernels/formats/.
-enum class WeightType : uint8_t { q8 = 0, f16 = 1, bf16 = 2, f32 = 3, q4 = 4, q5 = 5, q4k = 6, q6k = 7, q5k = 8 };
+enum class WeightType : uint8_t { q8 = 0, f16 = 1, bf16 = 2, f32 = 3, q4 = 4, q5 = 5, q4k = 6, q6k = 7, q5k = 8, q4a = 9, q5a = 10 };
 enum class KvType : uint8_t { f16, f32 };
 
 // Which arithmetic bounds a format's matmul in prefill: int8 dot products, fp32
@@ -34,7 +34,7 @@ const WeightTypeInfo& weight_type_info(WeightType type);  // throws Error for an
 const char* weight_type_name(WeightType type);            // "?" for an unknown value
 std::optional<WeightType> parse_weight_type(std::string_view name);
 std::optional<WeightType> weight_type_from_id(int id);    // the slm_weights number
-std::string weight_type_choices();                        // "q8, f16, bf16, f32, q4, q5, q4k, q6k or q5k"
+std::string weight_type_choices();                        // "q8, f16, ..., q4a or q5a"
 const char* kv_type_name(KvType type);
 
 // CPUs this process may run on (its sched_getaffinity set; at least 1).

@@ -144,3 +144,101 @@ struct AffineK {
 };
 
 }  // namespace staticlm::kernels::detail
+
+namespace staticlm::kernels::detail {
+
+// GGUF Q4_1 / Q5_1 kept as they are (q4a, q5a: kernels/formats/q4a.hpp): one
+// block Blk per group of 32 k with per-row half d and m, w = d · n + m.
+template <class Blk, int kLevels>
+struct AffineG {
+    static_assert(kLevels == 15 || kLevels == 31);
+
+    static size_t panel_size(int k) { return size_t(q8_groups(k)) * sizeof(Blk); }
+
+    static int n_at(const Blk& b, int r, int j) {
+        const uint8_t byte = b.q[j / 8][r][j % 4];
+        int n = (j % 8) < 4 ? byte & 15 : byte >> 4;
+        if constexpr (kLevels == 31) {
+            const int bit = 4 * r + j % 4;
+            n += 16 * ((b.hi[j / 4][bit / 8] >> (bit % 8)) & 1);
+        }
+        return n;
+    }
+
+    static void read_row(const PackedMatrix& w, int row, float scale, float* out) {
+        check_row(w, row);
+        const int p = row / kPanelRows, r = row % kPanelRows;
+        const auto* blocks = reinterpret_cast<const Blk*>(w.data + size_t(p) * panel_size(w.k));
+        for (int i = 0; i < w.k; ++i) {
+            const Blk& b = blocks[i / kQ8Group];
+            uint16_t d, m;
+            std::memcpy(&d, &b.d[r], 2);
+            std::memcpy(&m, &b.m[r], 2);
+            out[i] = (float(n_at(b, r, i % kQ8Group)) * f16_to_f32(d) + f16_to_f32(m)) * scale;
+        }
+    }
+
+    static void quantize_group(const float* x, uint8_t* n, uint16_t* d, uint16_t* m) {
+        float lo = INFINITY, hi = -INFINITY;
+        bool finite = true;
+        for (int i = 0; i < kQ8Group; ++i) {
+            finite = finite && std::isfinite(x[i]);
+            lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+        }
+        const float step = (hi - lo) / float(kLevels);
+        if (!finite || !std::isfinite(step)) {
+            *d = *m = 0;
+            std::memset(n, 0, kQ8Group);
+            return;
+        }
+        const float ds = f16_to_f32(f32_to_f16(std::min(step, 65504.0f)));
+        const float ms = f16_to_f32(f32_to_f16(std::clamp(lo, -65504.0f, 65504.0f)));
+        *d = f32_to_f16(ds);
+        *m = f32_to_f16(ms);
+        for (int i = 0; i < kQ8Group; ++i) {
+            const float q = ds > 0.0f ? std::round((x[i] - ms) / ds) : 0.0f;
+            n[i] = uint8_t(std::clamp(q, 0.0f, float(kLevels)));
+        }
+    }
+
+    static void store_group(std::byte* block, int r, const uint8_t* n, uint16_t d, uint16_t m) {
+        auto& b = *reinterpret_cast<Blk*>(block);
+        for (int t = 0; t < kQ8Group / 8; ++t)
+            for (int c = 0; c < 4; ++c)
+                b.q[t][r][c] = uint8_t((n[8 * t + c] & 15) | ((n[8 * t + 4 + c] & 15) << 4));
+        if constexpr (kLevels == 31)
+            for (int j = 0; j < kQ8Group; ++j) {
+                const int bit = 4 * r + j % 4;
+                uint8_t& h = b.hi[j / 4][bit / 8];
+                h = uint8_t(n[j] & 16 ? h | (1u << (bit % 8)) : h & ~(1u << (bit % 8)));
+            }
+        std::memcpy(&b.d[r], &d, 2);  // the block may be unaligned
+        std::memcpy(&b.m[r], &m, 2);
+    }
+
+    static void pack_given(const char* what, WeightType type, const uint8_t* q, const uint16_t* d, const uint16_t* m,
+                           int n, int k, int n0, int n1, std::byte* dst) {
+        check_quant_rows(what, type, n, k, n0, n1);
+        const int groups = k / kQ8Group;
+        for (int p0 = n0; p0 < n1; p0 += kPanelRows) {
+            std::byte* panel = dst + size_t(p0 / kPanelRows) * panel_size(k);
+            std::memset(panel, 0, panel_size(k));  // padding rows: n = 0, d = m = 0
+            const int rows = std::min(kPanelRows, n1 - p0);
+            for (int r = 0; r < rows; ++r) {
+                const size_t row = size_t(p0 - n0 + r);
+                for (int g = 0; g < groups; ++g) {
+                    const uint8_t* nq = q + row * size_t(k) + size_t(g) * kQ8Group;
+                    for (int i = 0; i < kQ8Group; ++i)
+                        if (nq[i] > kLevels)
+                            throw Error(ErrorKind::input, std::string(what) + ": value " + std::to_string(nq[i]) +
+                                                              " of row " + std::to_string(row) + " is outside [0, " +
+                                                              std::to_string(kLevels) + "]");
+                    const size_t gi = row * size_t(groups) + size_t(g);
+                    store_group(panel + size_t(g) * sizeof(Blk), r, nq, d[gi], m[gi]);
+                }
+            }
+        }
+    }
+};
+
+}  // namespace staticlm::kernels::detail

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4a.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/formats/q5k.hpp"
@@ -133,24 +134,23 @@ struct Q5Weights : HalfScaleGroups<Q5Weights> {
     }
     static vec::I dot(vec::I acc) { return vec::q5_dot(acc); }
 };
-// q4k and q5k: Q4_K / Q5_K super-blocks (kernels/formats/q4k.hpp, q5k.hpp).
-// The dot steps are q4's (q5k: q5's) on unsigned n, which leave
-// Σ (n - kMid)·x; the epilogue recovers Σ n·x = that + kMid·Σ x (the
-// activation group's Σ x is -corr / 128, exact) and subtracts the min term.
-template <class Grp, class Sup, int kMid>
-struct AffineSuperGroups {
+// The affine formats, w = ws·n - wm per row and group: q4k and q5k (Q4_K /
+// Q5_K super-blocks, kernels/formats/q4k.hpp, q5k.hpp; ws = d·sc, wm =
+// dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a.hpp; ws = d,
+// wm = -m). The dot steps are q4's (kMid = 8) or q5's (kMid = 16) on
+// unsigned n, which leave Σ (n - kMid)·x; the epilogue recovers Σ n·x = that
+// + kMid·Σ x (the activation group's Σ x is -corr / 128, exact) and
+// subtracts the wm term. Grp has the nibbles q (and q5's bit plane hi).
+template <class Grp, int kMid>
+struct AffineOps {
     static_assert(kMid == 8 || kMid == 16);
     static constexpr int kSubs = 1;
+    static constexpr size_t kBlockBytes = sizeof(Grp);  // a group (super-blocks add d and dmin)
+    static constexpr int kQuadsPerLoad = 2;
+    static constexpr size_t kPrefetchBlocks = 4;  // as q4
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
         return group_acc_init(row, a, g);
     }
-    static constexpr size_t kBlockBytes = sizeof(Grp);  // a group; super-blocks add d and dmin
-    static constexpr int kQuadsPerLoad = 2;
-    static constexpr size_t kPrefetchBlocks = 4;  // as q4
-    static const std::byte* block(const std::byte* panel, int g) {
-        return panel + size_t(g / kQ4kGroups) * sizeof(Sup) + size_t(g % kQ4kGroups) * sizeof(Grp);
-    }
-    static size_t panel_bytes(int n_groups) { return size_t((n_groups + kQ4kGroups - 1) / kQ4kGroups) * sizeof(Sup); }
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
         const auto* b = reinterpret_cast<const uint8_t*>(blk);
         const uint8_t* q = b + offsetof(Grp, q) + 64 * jl + 4 * kL * vp;
@@ -163,14 +163,8 @@ struct AffineSuperGroups {
         }
     }
     struct Scales {
-        vec::F ws, wm;  // d·sc and dmin·m of kL rows (exact)
+        vec::F ws, wm;  // of kL rows (exact)
     };
-    static Scales scales(const std::byte* blk, int g, int /*s*/, int vp) {
-        const auto* grp = reinterpret_cast<const Grp*>(blk);
-        const auto* sup = reinterpret_cast<const Sup*>(blk - size_t(g % kQ4kGroups) * sizeof(Grp));
-        return {vec::mul(vec::load(sup->d + kL * vp), vec::load_u8(grp->sc + kL * vp)),
-                vec::mul(vec::load(sup->dmin + kL * vp), vec::load_u8(grp->m + kL * vp))};
-    }
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
         float x_s;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
@@ -181,8 +175,36 @@ struct AffineSuperGroups {
         return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
     }
 };
+
+template <class Grp, class Sup, int kMid>
+struct AffineSuperGroups : AffineOps<Grp, kMid> {
+    using typename AffineOps<Grp, kMid>::Scales;
+    static const std::byte* block(const std::byte* panel, int g) {
+        return panel + size_t(g / kQ4kGroups) * sizeof(Sup) + size_t(g % kQ4kGroups) * sizeof(Grp);
+    }
+    static size_t panel_bytes(int n_groups) { return size_t((n_groups + kQ4kGroups - 1) / kQ4kGroups) * sizeof(Sup); }
+    static Scales scales(const std::byte* blk, int g, int /*s*/, int vp) {
+        const auto* grp = reinterpret_cast<const Grp*>(blk);
+        const auto* sup = reinterpret_cast<const Sup*>(blk - size_t(g % kQ4kGroups) * sizeof(Grp));
+        return {vec::mul(vec::load(sup->d + kL * vp), vec::load_u8(grp->sc + kL * vp)),
+                vec::mul(vec::load(sup->dmin + kL * vp), vec::load_u8(grp->m + kL * vp))};
+    }
+};
 using Q4kWeights = AffineSuperGroups<Q4kGroup, Q4kSuper, 8>;
 using Q5kWeights = AffineSuperGroups<Q5kGroup, Q5kSuper, 16>;
+
+template <class Blk, int kMid>
+struct AffineGroups : AffineOps<Blk, kMid> {
+    using typename AffineOps<Blk, kMid>::Scales;
+    static const std::byte* block(const std::byte* panel, int g) { return panel + size_t(g) * sizeof(Blk); }
+    static size_t panel_bytes(int n_groups) { return size_t(n_groups) * sizeof(Blk); }
+    static Scales scales(const std::byte* blk, int /*g*/, int /*s*/, int vp) {
+        const auto* b = reinterpret_cast<const Blk*>(blk);
+        return {vec::load(b->d + kL * vp), vec::sub(vec::zero(), vec::load(b->m + kL * vp))};
+    }
+};
+using Q4aWeights = AffineGroups<Q4aBlock, 8>;
+using Q5aWeights = AffineGroups<Q5aBlock, 16>;
 
 // q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
 // of 16 k have their own scales: the tile runs them as two sub-groups, each
@@ -811,6 +833,32 @@ void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k,
     }
 }
 
+// q4a and q5a panels: each row's groups through the scalar quantize_q4a_group
+// / quantize_q5a_group.
+template <size_t BlockBytes, void (*Quantize)(const float*, uint8_t*, uint16_t*, uint16_t*),
+          void (*Store)(std::byte*, int, const uint8_t*, uint16_t, uint16_t)>
+void pack_panel_affine_g(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+    alignas(64) float buf[kPackTile];
+    uint8_t n[kQ8Group];
+    const auto* s = static_cast<const std::byte*>(src);
+    const size_t esize = st == SrcType::f32 ? 4 : 2;
+    for (int c0 = 0; c0 < k; c0 += kPackTile) {
+        const int len = std::min(kPackTile, k - c0);
+        const int n_groups = q8_groups(len);
+        std::byte* blocks = dst + size_t(c0 / kQ8Group) * BlockBytes;
+        std::memset(blocks, 0, size_t(n_groups) * BlockBytes);  // padding rows: n = 0, d = m = 0
+        std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
+        for (int r = 0; r < rows; ++r) {
+            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+            for (int g = 0; g < n_groups; ++g) {
+                uint16_t d, m;
+                Quantize(buf + g * kQ8Group, n, &d, &m);
+                Store(blocks + size_t(g) * BlockBytes, r, n, d, m);
+            }
+        }
+    }
+}
+
 // q4k and q5k panels: each row's super-blocks through the scalar
 // quantize_q4k_super / quantize_q5k_super.
 template <size_t SuperBytes, void (*Quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
@@ -892,6 +940,14 @@ FormatKernels q4_kernels(const CpuFeatures& cpu) {
 FormatKernels q4k_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q4kWeights>(
         cpu, pack_panel_affine_k<sizeof(Q4kSuper), quantize_q4k_super, detail::store_q4k_super>);
+}
+
+FormatKernels q4a_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q4aWeights>(cpu, pack_panel_affine_g<sizeof(Q4aBlock), quantize_q4a_group, detail::store_q4a_group>);
+}
+
+FormatKernels q5a_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q5aWeights>(cpu, pack_panel_affine_g<sizeof(Q5aBlock), quantize_q5a_group, detail::store_q5a_group>);
 }
 
 FormatKernels q5k_kernels(const CpuFeatures& cpu) {

@@ -175,6 +175,7 @@ static void test_fixture(const char* src) {
     CHECK(slm_weights_from_name("q4k") == SLM_WEIGHTS_Q4K && slm_weights_from_name("q6k") == SLM_WEIGHTS_Q6K);
     CHECK(strcmp(slm_weights_name(SLM_WEIGHTS_Q6K), "q6k") == 0);
     CHECK(slm_weights_from_name("q5k") == SLM_WEIGHTS_Q5K);
+    CHECK(slm_weights_from_name("q4a") == SLM_WEIGHTS_Q4A && slm_weights_from_name("q5a") == SLM_WEIGHTS_Q5A);
     {
         const char* files[2] = {"tests/fixtures/gguf/llama-tied.q4_0.gguf", "tests/fixtures/gguf/llama-tied.q5_0.gguf"};
         const slm_weights kinds[2][3] = {{SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_Q4, SLM_WEIGHTS_Q4},

@@ -14,6 +14,7 @@
 
 #include "kernels/formats/format.hpp"
 #include "kernels/formats/q4.hpp"
+#include "kernels/formats/q4a.hpp"
 #include "kernels/formats/q4k.hpp"
 #include "kernels/formats/q5.hpp"
 #include "kernels/formats/q5k.hpp"
@@ -539,7 +540,7 @@ void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const s
     float* y = ybuf.data() + 1;
     Buffer scratch(std::max<size_t>(matmul_scratch_bytes(w.type, m, k), 64));
     matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_q4k(wn.data(), ws.data(), wm.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    ref::matmul_affine(wn.data(), ws.data(), wm.data(), n, k, padded_k(w.type, k), x, ldx, m, yref.data(), size_t(n));
     const int kp = padded_k(w.type, k);
     int bad = 0;
     for (int r = 0; r < m; ++r)
@@ -922,4 +923,159 @@ TEST_CASE("q6k matmul matches the reference on random data on every target (floa
                 for (const int m : {1, 5, 64}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng);
             }
     });
+}
+
+// ---------------------------------------------------------------------------
+// q4a and q5a (GGUF Q4_1 and Q5_1 kept as they are)
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct AffineG {
+    WeightType type;
+    int levels;
+    size_t block_bytes;
+    void (*pack_given)(const uint8_t*, const uint16_t*, const uint16_t*, int, int, int, int, std::byte*);
+    void (*quantize_group)(const float*, uint8_t*, uint16_t*, uint16_t*);
+    void (*ref_row)(const float*, int, uint8_t*, float*, float*);
+    const char* name;
+};
+const AffineG kQ4a{WeightType::q4a, 15, 320, pack_q4a_quants, quantize_q4a_group, ref::quantize_weight_row_q4a, "q4a"};
+const AffineG kQ5a{WeightType::q5a, 31, 384, pack_q5a_quants, quantize_q5a_group, ref::quantize_weight_row_q5a, "q5a"};
+
+// Random Q4_1 / Q5_1 fields; exact = true: d and m small multiples of powers
+// of two, so that the matmul's sums are exact in fp32.
+struct AffineGFields {
+    std::vector<uint8_t> q;
+    std::vector<uint16_t> d, m;
+    std::vector<float> ws, wm;  // as the reference takes them: d, -m
+};
+AffineGFields random_affine_g(const AffineG& f, int n, int k, bool exact, std::mt19937& rng) {
+    AffineGFields a;
+    std::uniform_int_distribution<int> val(0, f.levels), expo(-9, -6), small(-8, 8);
+    std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+    a.q.resize(size_t(n) * size_t(k));
+    for (auto& v : a.q) v = uint8_t(val(rng));
+    for (size_t i = 0; i < size_t(n) * size_t(k / G); ++i) {
+        const float d = exact ? std::ldexp(1.0f, expo(rng)) : std::fabs(u(rng)) + 0.001f;
+        const float m = exact ? std::ldexp(float(small(rng)), -8) : u(rng);
+        a.d.push_back(f32_to_f16(d));
+        a.m.push_back(f32_to_f16(m));
+        a.ws.push_back(f16_to_f32(a.d.back()));
+        a.wm.push_back(-f16_to_f32(a.m.back()));
+    }
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("q4a and q5a from given Q4_1 / Q5_1 fields: the documented layout, unpack_row, range checks") {
+    for (const AffineG* fp : {&kQ4a, &kQ5a}) {
+        const AffineG& f = *fp;
+        CAPTURE(f.name);
+        std::mt19937 rng(37);
+        const int n = 20, k = 64;
+        const AffineGFields a = random_affine_g(f, n, k, false, rng);
+        Buffer buf(packed_bytes(f.type, n, k));
+        REQUIRE(buf.size() == 2 * 2 * f.block_bytes);
+        f.pack_given(a.q.data(), a.d.data(), a.m.data(), n, k, 0, 16, buf.data());
+        f.pack_given(a.q.data() + 16 * k, a.d.data() + 16 * 2, a.m.data() + 16 * 2, n, k, 16, n, buf.data());
+        const PackedMatrix w{f.type, n, k, buf.data(), buf.size()};
+        const auto* bytes = reinterpret_cast<const uint8_t*>(buf.data());
+        int bad = 0;
+        for (int r = 0; r < 32; ++r)
+            for (int g = 0; g < 2; ++g) {
+                const uint8_t* blk = bytes + size_t(r / 16) * 2 * f.block_bytes + size_t(g) * f.block_bytes;
+                const int rr = r % 16;
+                uint16_t d, m;
+                std::memcpy(&d, blk + f.block_bytes - 64 + 2 * rr, 2);
+                std::memcpy(&m, blk + f.block_bytes - 32 + 2 * rr, 2);
+                const size_t gi = size_t(r) * 2 + size_t(g);
+                if (d != (r < n ? a.d[gi] : 0) && bad++ < 5) FAIL_CHECK("d r ", r, " g ", g);
+                if (m != (r < n ? a.m[gi] : 0) && bad++ < 5) FAIL_CHECK("m r ", r, " g ", g);
+                for (int j = 0; j < G; ++j) {
+                    const int got = f.levels == 15 ? q4_block_q(blk, rr, j) + 8 : q5_block_q(blk, rr, j) + 16;
+                    const int want = r < n ? a.q[size_t(r) * k + size_t(g * G + j)] : 0;
+                    if (got != want && bad++ < 5) FAIL_CHECK("q r ", r, " k ", g * G + j);
+                }
+            }
+        std::vector<float> row(static_cast<size_t>(k));
+        for (int r = 0; r < n; ++r) {
+            unpack_row(w, r, 1.0f, row.data());
+            for (int i = 0; i < k; ++i) {  // dequantize_ggml's order: q · d + m
+                const size_t gi = size_t(r) * 2 + size_t(i / G);
+                const float want = float(a.q[size_t(r) * k + i]) * a.ws[gi] + f16_to_f32(a.m[gi]);
+                if (row[size_t(i)] != want && bad++ < 5) FAIL_CHECK("unpack r ", r, " i ", i);
+            }
+        }
+        CHECK(bad == 0);
+        std::vector<uint8_t> q = a.q;
+        q[3] = uint8_t(f.levels + 1);
+        CHECK_THROWS_AS(f.pack_given(q.data(), a.d.data(), a.m.data(), n, k, 0, 16, buf.data()), Error);
+    }
+}
+
+TEST_CASE("q4a and q5a quantizers: non-finite groups, error within the rounding step") {
+    for (const AffineG* fp : {&kQ4a, &kQ5a}) {
+        const AffineG& f = *fp;
+        CAPTURE(f.name);
+        float x[G] = {};
+        uint8_t n[G];
+        uint16_t d, m;
+        x[3] = std::nanf("");
+        f.quantize_group(x, n, &d, &m);
+        CHECK(d == 0);
+        CHECK(m == 0);
+        std::mt19937 rng(6);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        double err2 = 0, step2 = 0;
+        for (int trial = 0; trial < 500; ++trial) {
+            for (float& v : x) v = normal(rng) * 0.02f;
+            f.quantize_group(x, n, &d, &m);
+            for (int i = 0; i < G; ++i) {
+                REQUIRE(n[i] <= f.levels);
+                const double e = double(x[i]) - (double(n[i]) * f16_to_f32(d) + f16_to_f32(m));
+                err2 += e * e;
+                step2 += double(f16_to_f32(d)) * f16_to_f32(d);
+            }
+        }
+        MESSAGE(f.name, " quantizer RMS error / RMS step: ", std::sqrt(err2 / step2));
+        CHECK(std::sqrt(err2 / step2) < 0.35);
+    }
+}
+
+TEST_CASE("q4a and q5a matmuls equal the reference on every target (exact, and random float sources)") {
+    std::mt19937 rng(43);
+    for (const AffineG* fp : {&kQ4a, &kQ5a})
+        for_each_target([&](const KernelTable& kt) {
+            const AffineG& f = *fp;
+            CAPTURE(f.name);
+            for (const int k : {32, 96})
+                for (const int n : {1, 16, 33}) {
+                    const AffineGFields a = random_affine_g(f, n, k, true, rng);
+                    Buffer buf(packed_bytes(f.type, n, k));
+                    f.pack_given(a.q.data(), a.d.data(), a.m.data(), n, k, 0, n, buf.data());
+                    const PackedMatrix w{f.type, n, k, buf.data(), buf.size()};
+                    for (const int m : {0, 1, 2, 6, 7, 13, 40})
+                        for (const int threads : {1, 2}) check_affine_k_matmul(kt, w, a.q, a.ws, a.wm, m, threads, true, rng);
+                }
+            for (const int k : {1, 33, 100})
+                for (const int n : {17, 48}) {
+                    const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+                    const size_t bytes = packed_bytes(f.type, n, k);
+                    Buffer buf(bytes);
+                    const size_t panel = format_info(f.type).panel_bytes(k);
+                    for (int p0 = 0; p0 < n; p0 += kPanelRows)
+                        kt.pack_panel(f.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
+                                      std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
+                    const PackedMatrix w{f.type, n, k, buf.data(), bytes};
+                    const int kp = padded_k(f.type, k);
+                    std::vector<uint8_t> wn(size_t(n) * size_t(kp));
+                    std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
+                    for (int r = 0; r < n; ++r)
+                        f.ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
+                                  ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
+                    for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+                }
+        });
 }

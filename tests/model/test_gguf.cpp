@@ -191,10 +191,11 @@ TEST_CASE("gguf: dequantization is bit-exact with gguf-py 0.19.0 on the committe
     }
 }
 
-TEST_CASE("gguf: Q4_K, Q5_K and Q6_K blocks repack into q4k, q5k and q6k bit for bit (gguf-py 0.19.0's dequantization)") {
+TEST_CASE("gguf: Q4_1, Q5_1, Q4_K, Q5_K and Q6_K blocks repack into q4a, q5a, q4k, q5k and q6k bit for bit "
+          "(gguf-py 0.19.0's dequantization)") {
     const GgufFile f(kGgufFixtures / "quant_blocks.gguf");
     const SafetensorsFile expected(kGgufFixtures / "quant_blocks_expected.safetensors");
-    for (const char* name : {"q4_k", "q5_k", "q6_k"}) {
+    for (const char* name : {"q4_1", "q5_1", "q4_k", "q5_k", "q6_k"}) {
         CAPTURE(name);
         const GgufTensor& t = f.tensor(name);
         const int n = int(t.ne[1]), k = int(t.ne[0]);
@@ -203,9 +204,18 @@ TEST_CASE("gguf: Q4_K, Q5_K and Q6_K blocks repack into q4k, q5k and q6k bit for
         std::vector<int8_t> sc6(count / 16);
         std::vector<uint16_t> d(count / 256), dmin(count / 256);
         const std::string which = name;
-        const WeightType type = which == "q4_k" ? WeightType::q4k : which == "q5_k" ? WeightType::q5k : WeightType::q6k;
+        const WeightType type = which == "q4_k"   ? WeightType::q4k
+                                : which == "q5_k" ? WeightType::q5k
+                                : which == "q4_1" ? WeightType::q4a
+                                : which == "q5_1" ? WeightType::q5a
+                                                  : WeightType::q6k;
         Buffer buf(kernels::packed_bytes(type, n, k));
-        if (type == WeightType::q6k) {
+        if (type == WeightType::q4a || type == WeightType::q5a) {
+            std::vector<uint16_t> dg(count / 32), mg(count / 32);
+            kernels::ggml_q41_fields(t.type, t.data, int64_t(count), q.data(), dg.data(), mg.data());
+            (type == WeightType::q5a ? kernels::pack_q5a_quants : kernels::pack_q4a_quants)(
+                q.data(), dg.data(), mg.data(), n, k, 0, n, buf.data());
+        } else if (type == WeightType::q6k) {
             kernels::ggml_q6k_fields(t.data, int64_t(count), q.data(), sc6.data(), d.data());
             kernels::pack_q6k_quants(q.data(), sc6.data(), d.data(), n, k, 0, n, buf.data());
         } else {

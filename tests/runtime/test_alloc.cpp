@@ -138,7 +138,7 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w) {
 
 TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
-                          WeightType::q6k}) {
+                          WeightType::q6k, WeightType::q4a, WeightType::q5a}) {
         check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }
@@ -209,7 +209,7 @@ void check_batch_no_allocation(const std::filesystem::path& dir, WeightType w) {
 
 TEST_CASE("the batched runtime allocates nothing after creation") {
     for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
-                          WeightType::q6k}) {
+                          WeightType::q6k, WeightType::q4a, WeightType::q5a}) {
         check_batch_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_batch_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }

@@ -111,7 +111,7 @@ void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvTy
 TEST_CASE("split invariance: any prefill/append/decode split gives the same logits") {
     for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "gemma4-e2b-like-causal", "gemma4-keqv-causal"})
         for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8, WeightType::q4, WeightType::q5,
-                             WeightType::q4k, WeightType::q5k, WeightType::q6k})
+                             WeightType::q4k, WeightType::q5k, WeightType::q6k, WeightType::q4a, WeightType::q5a})
             check_split_invariance(test::fixtures_dir() / name, w, KvType::f32, 40);
     check_split_invariance(test::fixtures_dir() / "llama-tied", WeightType::f32, KvType::f16, 40);
     if (test::have_shared_data("stories260K split invariance"))

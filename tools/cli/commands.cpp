@@ -67,7 +67,7 @@ std::map<std::string, CommandSpec> make_specs() {
         model_flags() +
             std::vector<FlagSpec>{
                 {"synthetic", "", "NAME", "a built-in random-weight shape", "llama-3.2-1b"},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
                 kThreadsList,
                 {"pp", "", "N", "prompt tokens of the prefill", "512"},
                 {"tg", "", "N", "decoded tokens", "128"},
@@ -109,7 +109,7 @@ std::map<std::string, CommandSpec> make_specs() {
         model_flags() +
             std::vector<FlagSpec>{
                 {"reference", "", "FILE", "reference safetensors (tests/fixtures/*/reference.safetensors)", ""},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
                 {"prefill-buckets", "", "LIST", "prefill block sizes", "the prompt length"},
@@ -134,7 +134,7 @@ std::map<std::string, CommandSpec> make_specs() {
             std::vector<FlagSpec>{
                 {"file", "f", "FILE", "the text ('-': stdin; at most 64 MiB)", ""},
                 {"ctx", "", "N", "window in tokens", "min(max_position_embeddings, 512)"},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
             },
@@ -150,7 +150,7 @@ std::vector<FlagSpec> model_flags() {
 
 std::vector<FlagSpec> load_flags() {
     return {
-        {"weights", "", "TYPE", "weight type after loading: q8, q4, q5, q4k, q5k, q6k, f16, bf16, f32 or native (a file's own formats)",
+        {"weights", "", "TYPE", "weight type after loading: q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)",
          kWeightsDefault},
         {"threads", "t", "N", "threads (0: all CPUs; at most 4 per CPU the process may use)", "0"},
         {"prefer-json", "", "", "use tokenizer.json when tokenizer.model exists too", ""},

@@ -81,6 +81,11 @@ bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scal
 // halves d[n / 256] and dmin[n / 256]; dequantize_ggml gives exactly
 // (half(d) · sc) · q - half(dmin) · m.
 void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+// The fields of n elements of Q4_1 or Q5_1 blocks (n a multiple of 32) for
+// kernels::pack_q4a_quants / pack_q5a_quants: q[n] in [0, 15] / [0, 31],
+// halves d[n / 32] and m[n / 32]; dequantize_ggml gives exactly
+// float(q) · half(d) + half(m). type must be q4_1 or q5_1.
+void ggml_q41_fields(GgmlType type, const void* src, int64_t n, uint8_t* q, uint16_t* d, uint16_t* m);
 // The same for Q5_K (kernels::pack_q5k_quants): q[n] in [0, 31].
 void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
 // The same for Q6_K (kernels::pack_q6k_quants): 6-bit q[n] in [0, 63] (the

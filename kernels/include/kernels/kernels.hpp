@@ -112,6 +112,13 @@ void pack_q4k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, cons
 // The same for q5k (GGUF Q5_K, kernels::ggml_q5k_fields): q in [0, 31].
 void pack_q5k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
                      int n, int k, int n0, int n1, std::byte* dst);
+// q4a / q5a from GGUF Q4_1 / Q5_1 fields (kernels::ggml_q41_fields): n q
+// [n1 - n0][k] in [0, 15] / [0, 31], halves d and m [n1 - n0][k / 32]; k a
+// multiple of 32; else Error(input).
+void pack_q4a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
+                     std::byte* dst);
+void pack_q5a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
+                     std::byte* dst);
 // q6k from GGUF Q6_K fields (kernels::ggml_q6k_fields): n q [n1 - n0][k] in
 // [0, 63], signed scales sc [n1 - n0][k / 16], halves d [n1 - n0][k / 256];
 // k a multiple of 256; else Error(input).

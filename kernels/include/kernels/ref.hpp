@@ -41,8 +41,15 @@ void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float*
 void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 // q5k the same way (wn in [0, 31]); matmul_q4k is its matmul too.
 void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+// q4a / q5a (kernels/formats/q4a.hpp) for matmul_q4k: k padded to 32,
+// ws = d and wm = -m per group.
+void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
                 int m, float* y, size_t ldy);
+// The same with weight rows k_pad long (q4a, q5a: k padded to 32).
+void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
+                   size_t ldx, int m, float* y, size_t ldy);
 // q6k weights (kernels/formats/q6k.hpp) unpacked: values q = n - 32 [n][k_pad]
 // (k padded to 256), per row and half-group of 16 the scale ws = d·sc
 // [n][k_pad/16] (from quantize_weight_row_q6k). x rows as for matmul_q8; per

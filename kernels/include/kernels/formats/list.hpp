@@ -4,4 +4,4 @@
 // Adding a format: a WeightType value, one line here, those two files.
 #pragma once
 
-#define STATICLM_WEIGHT_FORMATS(X) X(q8) X(f16) X(bf16) X(f32) X(q4) X(q5) X(q4k) X(q6k) X(q5k)
+#define STATICLM_WEIGHT_FORMATS(X) X(q8) X(f16) X(bf16) X(f32) X(q4) X(q5) X(q4k) X(q6k) X(q5k) X(q4a) X(q5a)
