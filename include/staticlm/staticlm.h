@@ -102,9 +102,10 @@ typedef enum slm_weights {
     SLM_WEIGHTS_Q4A = 9, /* GGUF Q4_1: 4-bit, a half scale and offset per 32 */
     SLM_WEIGHTS_Q5A = 10, /* GGUF Q5_1: 5-bit, a half scale and offset per 32 */
     /* Each matrix in the format nearest the one its file stores: F32, F16,
-     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q5_0 as q5, Q4_K as q4k,
-     * Q6_K as q6k (bit for bit), other GGUF quantized types as q8 (as `--weights
-     * native`, the CLI's default for a .gguf file). */
+     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q4_1 as q4a, Q5_0 as
+     * q5, Q5_1 as q5a, Q4_K as q4k, Q5_K as q5k, Q6_K as q6k (bit for bit),
+     * Q2_K/Q3_K as q8 (as `--weights native`, the CLI's default for a .gguf
+     * file). */
     SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
 
@@ -192,7 +193,7 @@ SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params
 SLM_API void slm_session_free(slm_session* session);
 
 /* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "q5", "q4k",
- * "q6k", "native"): the
+ * "q6k", "q5k", "q4a", "q5a", "native"): the
  * slm_weights value, or -1 for a name that is none; and back ("?" for a value
  * that is none). */
 SLM_API int slm_weights_from_name(const char* name);

@@ -49,8 +49,8 @@ struct LoadOptions {
     WeightType weights = WeightType::q8;
     // `--weights native`: each matrix keeps the format nearest the one it is
     // stored in instead of `weights`: F32, F16, BF16 as they are, GGUF Q8_0 as
-    // q8, Q4_0 as q4, Q5_0 as q5, Q4_K as q4k and Q6_K as q6k (bit for bit), other GGUF
-    // quantized types as q8. The CLI sets it for a .gguf file unless
+    // q8, Q4_0 as q4, Q4_1 as q4a, Q5_0 as q5, Q5_1 as q5a, Q4_K as q4k, Q5_K
+    // as q5k, Q6_K as q6k (bit for bit), Q2_K/Q3_K as q8. The CLI sets it for a .gguf file unless
     // --weights says otherwise; the library's default is `weights`.
     bool native_weights = false;
     int threads = 0;  // 0: the CPUs of this process's affinity set; at most max_threads()

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -522,10 +523,14 @@ void q4k_ref_scales(const Q4kFields& f, std::vector<float>& ws, std::vector<floa
         }
 }
 
-void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
-                      const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads, bool exact,
-                      std::mt19937& rng) {
+// kt's matmul of w on a strided, misaligned x (exact_acts where `exact`, else
+// random) against ref(x, ldx, m, y): bitwise where exact, else within 1e-5 of
+// mag(x row, column) = Σ|x·w|; nothing written past the n columns.
+void check_matmul_against(const KernelTable& kt, const PackedMatrix& w, int m, int n_threads, bool exact,
+                          std::mt19937& rng, const std::function<void(const float*, size_t, int, float*)>& ref,
+                          const std::function<double(const float*, int)>& mag) {
     const int n = w.n, k = w.k;
+    CAPTURE(weight_type_name(w.type));
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
@@ -540,25 +545,69 @@ void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const s
     float* y = ybuf.data() + 1;
     Buffer scratch(std::max<size_t>(matmul_scratch_bytes(w.type, m, k), 64));
     matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_affine(wn.data(), ws.data(), wm.data(), n, k, padded_k(w.type, k), x, ldx, m, yref.data(), size_t(n));
-    const int kp = padded_k(w.type, k);
+    ref(x, ldx, m, yref.data());
     int bad = 0;
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c) {
             const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            double mag = 0;
-            for (int i = 0; i < k; ++i) {
-                const size_t gi = size_t(c) * size_t(kp / G) + size_t(i / G);
-                mag += std::fabs(double(x[size_t(r) * ldx + i])) *
-                       (std::fabs(double(ws[gi]) * wn[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(wm[gi])));
-            }
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
+            const bool ok =
+                exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag(x + size_t(r) * ldx, c) + 1e-30;
             if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
         }
     for (int r = 0; r + 1 < m; ++r)
         for (size_t c = size_t(n); c < ldy; ++c)
             if (y[size_t(r) * ldy + c] != -777.0f && bad++ < 5) FAIL_CHECK("wrote past n");
     CHECK(bad == 0);
+}
+
+// An affine format (q4k, q5k, q4a, q5a) against ref::matmul_affine of its fields.
+void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
+                           const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads,
+                           bool exact, std::mt19937& rng) {
+    const int kp = padded_k(w.type, w.k);
+    check_matmul_against(
+        kt, w, m, n_threads, exact, rng,
+        [&](const float* x, size_t ldx, int rows, float* y) {
+            ref::matmul_affine(wn.data(), ws.data(), wm.data(), w.n, w.k, kp, x, ldx, rows, y, size_t(w.n));
+        },
+        [&](const float* x, int c) {
+            double mag = 0;
+            for (int i = 0; i < w.k; ++i) {
+                const size_t gi = size_t(c) * size_t(kp / G) + size_t(i / G);
+                mag += std::fabs(double(x[i])) *
+                       (std::fabs(double(ws[gi]) * wn[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(wm[gi])));
+            }
+            return mag;
+        });
+}
+
+// src [n][k] packed by kt's pack_panel into buf.
+PackedMatrix pack_from_floats(const KernelTable& kt, WeightType type, const std::vector<float>& src, int n, int k,
+                              Buffer& buf) {
+    const size_t bytes = packed_bytes(type, n, k);
+    buf = Buffer(std::max<size_t>(bytes, 64));
+    const size_t panel = format_info(type).panel_bytes(k);
+    for (int p0 = 0; p0 < n; p0 += kPanelRows)
+        kt.pack_panel(type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k), std::min(kPanelRows, n - p0),
+                      k, buf.data() + size_t(p0 / kPanelRows) * panel);
+    return {type, n, k, buf.data(), bytes};
+}
+
+// An affine format (q4k, q5k, q4a, q5a) packed from random floats against
+// ref::matmul_affine of the reference quantizer's fields, m = 1, 5, 64.
+void check_affine_from_floats(const KernelTable& kt, WeightType type,
+                              void (*ref_row)(const float*, int, uint8_t*, float*, float*), int n, int k,
+                              std::mt19937& rng) {
+    const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+    Buffer buf;
+    const PackedMatrix w = pack_from_floats(kt, type, src, n, k, buf);
+    const int kp = padded_k(type, k);
+    std::vector<uint8_t> wn(size_t(n) * size_t(kp));
+    std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
+    for (int r = 0; r < n; ++r)
+        ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
+                ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
+    for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
 }
 
 }  // namespace
@@ -699,21 +748,7 @@ TEST_CASE("q4k and q5k matmuls match the reference on random data on every targe
         CAPTURE(fmt.name);
         for (const int k : {1, 33, 300, 512})
             for (const int n : {17, 48}) {
-                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                const size_t bytes = packed_bytes(fmt.type, n, k);
-                Buffer buf(bytes);
-                const size_t panel = format_info(fmt.type).panel_bytes(k);
-                for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                    kt.pack_panel(fmt.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                const PackedMatrix w{fmt.type, n, k, buf.data(), bytes};
-                const int kp = padded_k(fmt.type, k);
-                std::vector<uint8_t> wn(size_t(n) * size_t(kp));
-                std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
-                for (int r = 0; r < n; ++r)
-                    fmt.ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
-                                ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
-                for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+                check_affine_from_floats(kt, fmt.type, fmt.ref_row, n, k, rng);
             }
     });
 }
@@ -760,38 +795,19 @@ void q6k_ref_fields(const Q6kFields& f, std::vector<int8_t>& wq, std::vector<flo
 
 void check_q6k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<int8_t>& wq,
                       const std::vector<float>& ws, int m, int n_threads, bool exact, std::mt19937& rng) {
-    const int n = w.n, k = w.k;
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(n_threads);
-    const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, -777.0f), yref(size_t(m) * size_t(n));
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q6k, m, k), 64));
-    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_q6k(wq.data(), ws.data(), n, k, x, ldx, m, yref.data(), size_t(n));
-    const int kp = padded_k(WeightType::q6k, k);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
+    const int kp = padded_k(WeightType::q6k, w.k);
+    check_matmul_against(
+        kt, w, m, n_threads, exact, rng,
+        [&](const float* x, size_t ldx, int rows, float* y) {
+            ref::matmul_q6k(wq.data(), ws.data(), w.n, w.k, x, ldx, rows, y, size_t(w.n));
+        },
+        [&](const float* x, int c) {
             double mag = 0;
-            for (int i = 0; i < k; ++i)
-                mag += std::fabs(double(x[size_t(r) * ldx + i]) * double(ws[size_t(c) * size_t(kp / 16) + size_t(i / 16)]) *
+            for (int i = 0; i < w.k; ++i)
+                mag += std::fabs(double(x[i]) * double(ws[size_t(c) * size_t(kp / 16) + size_t(i / 16)]) *
                                  wq[size_t(c) * size_t(kp) + size_t(i)]);
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != -777.0f && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(bad == 0);
+            return mag;
+        });
 }
 
 }  // namespace
@@ -907,13 +923,8 @@ TEST_CASE("q6k matmul matches the reference on random data on every target (floa
         for (const int k : {1, 33, 300, 512})
             for (const int n : {17, 48}) {
                 const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                const size_t bytes = packed_bytes(WeightType::q6k, n, k);
-                Buffer buf(bytes);
-                const size_t panel = format_info(WeightType::q6k).panel_bytes(k);
-                for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                    kt.pack_panel(WeightType::q6k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                const PackedMatrix w{WeightType::q6k, n, k, buf.data(), bytes};
+                Buffer buf;
+                const PackedMatrix w = pack_from_floats(kt, WeightType::q6k, src, n, k, buf);
                 const int kp = padded_k(WeightType::q6k, k);
                 std::vector<int8_t> wq(size_t(n) * size_t(kp));
                 std::vector<float> ws(size_t(n) * size_t(kp / 16));
@@ -1061,21 +1072,7 @@ TEST_CASE("q4a and q5a matmuls equal the reference on every target (exact, and r
                 }
             for (const int k : {1, 33, 100})
                 for (const int n : {17, 48}) {
-                    const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                    const size_t bytes = packed_bytes(f.type, n, k);
-                    Buffer buf(bytes);
-                    const size_t panel = format_info(f.type).panel_bytes(k);
-                    for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                        kt.pack_panel(f.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                                      std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                    const PackedMatrix w{f.type, n, k, buf.data(), bytes};
-                    const int kp = padded_k(f.type, k);
-                    std::vector<uint8_t> wn(size_t(n) * size_t(kp));
-                    std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
-                    for (int r = 0; r < n; ++r)
-                        f.ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
-                                  ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
-                    for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+                    check_affine_from_floats(kt, f.type, f.ref_row, n, k, rng);
                 }
         });
 }
