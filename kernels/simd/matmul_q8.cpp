@@ -270,7 +270,14 @@ constexpr bool kScalarInt = kVecPerPanel > 2;
 constexpr int kMr = kWide ? 6 : kScalarInt ? 4 : 2;
 constexpr bool kTwoPanelTiles = kWide || kScalarInt;
 // Unrolling all 8 quads of a group lets GCC hoist loads until 16 registers spill.
-constexpr int kUnrollQuads = kWide ? 8 : 2;
+constexpr int kUnrollQuads = kWide ? 8 : kScalarInt ? 1 : 2;
+// The tile's loops over rows, vectors and sub-groups are unrolled to keep the
+// accumulators in registers; the generic target's "vectors" are arrays, where
+// unrolling only multiplies the code (10 formats × 8 tile shapes: the
+// sanitizer build of this file took half an hour with it).
+constexpr int kUnrollRows = kScalarInt ? 1 : 8;
+constexpr int kUnrollVecs = kScalarInt ? 1 : 16;
+constexpr int kUnrollSubs = kScalarInt ? 1 : 2;
 
 // ---------------------------------------------------------------------------
 // Quantization of one group of 32 floats (bit-identical to the reference)
@@ -406,9 +413,9 @@ void tile(const TileArgs& t) {
     const Q8ActLayout& a = *t.a;
     const size_t stride = a.stride;
     vec::F f[MR][NV];
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
     for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
         for (int v = 0; v < NV; ++v) f[r][v] = vec::zero();
     for (int g = 0; g < a.n_groups; ++g) {
         const std::byte* blk[NP];
@@ -420,37 +427,37 @@ void tile(const TileArgs& t) {
         const std::byte* act = t.act;
         // A group's load steps, in W::kSubs runs with their own scales.
         constexpr int kStepsPerSub = kQuads / QL / W::kSubs;
-#pragma GCC unroll 2
+#pragma GCC unroll kUnrollSubs
         for (int s = 0; s < W::kSubs; ++s) {
         vec::I acc[MR][NV];
-#pragma GCC unroll 8
+#pragma GCC unroll kUnrollRows
         for (int r = 0; r < MR; ++r) {
             const vec::I c = vec::iset1(W::acc_init(act + r * stride, a, g, s));
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
             for (int v = 0; v < NV; ++v) acc[r][v] = c;
         }
 #pragma GCC unroll kUnrollQuads
         for (int jl = s * kStepsPerSub; jl < (s + 1) * kStepsPerSub; ++jl) {
             vec::Q wv[NV][QL];
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
             for (int v = 0; v < NV; ++v)
                 W::load(blk[v / kVecPerPanel], jl, v % kVecPerPanel, wv[v]);
-#pragma GCC unroll 2
+#pragma GCC unroll kUnrollSubs
             for (int h = 0; h < QL; ++h) {
                 const int j = jl * QL + h;
-#pragma GCC unroll 8
+#pragma GCC unroll kUnrollRows
                 for (int r = 0; r < MR; ++r) {
                     const vec::X4 xb = vec::bcast4(
                         reinterpret_cast<const int8_t*>(act + r * stride) + g * kQ8Group + 4 * j);
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
                     for (int v = 0; v < NV; ++v) acc[r][v] = vec::dot4(acc[r][v], wv[v][h], xb);
                 }
             }
         }
-#pragma GCC unroll 16
+#pragma GCC unroll kUnrollVecs
         for (int v = 0; v < NV; ++v) {
             const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, s, v % kVecPerPanel);
-#pragma GCC unroll 8
+#pragma GCC unroll kUnrollRows
             for (int r = 0; r < MR; ++r) f[r][v] = W::finish(sc, acc[r][v], act + r * stride, a, g, f[r][v]);
         }
         }
