@@ -47,6 +47,27 @@ void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale) {
     quantize_row(x, k, q, scale, true);
 }
 
+void quantize_row_act(const float* x, int k, int act_bits, int32_t* q, float* scale) {
+    const int k_pad = padded_k(WeightType::q8, k);
+    std::vector<int8_t> q8(static_cast<size_t>(k_pad));
+    quantize_row_q8(x, k, q8.data(), scale);
+    for (int i = 0; i < k_pad; ++i) q[i] = q8[size_t(i)];
+    if (act_bits != 16) return;
+    for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
+        const float s = scale[g0 / kQ8Group];
+        scale[g0 / kQ8Group] = s / 256.0f;
+        for (int i = g0; i < g0 + kQ8Group; ++i) {
+            int lo = 0;
+            if (i < k && s != 0.0f) {
+                const float t = x[i] / s;
+                const float r = std::max(-127.0f, std::min(127.0f, std::round(t)));
+                lo = int(std::max(-127.0f, std::min(127.0f, std::round((t - r) * 256.0f))));
+            }
+            q[i] = 256 * q[i] + lo;
+        }
+    }
+}
+
 namespace {
 
 void quantize_low_bit_row(float (*quantize)(const float*, int8_t*), const float* x, int k, int8_t* q,
@@ -123,18 +144,18 @@ void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, floa
 }
 
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
-                int m, float* y, size_t ldy) {
-    matmul_affine(wn, ws, wm, n, k, padded_k(WeightType::q4k, k), x, ldx, m, y, ldy);
+                int m, float* y, size_t ldy, int act_bits) {
+    matmul_affine(wn, ws, wm, n, k, padded_k(WeightType::q4k, k), x, ldx, m, y, ldy, act_bits);
 }
 
 void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
-                   size_t ldx, int m, float* y, size_t ldy) {
+                   size_t ldx, int m, float* y, size_t ldy, int act_bits) {
     const int k_act = padded_k(WeightType::q8, k);
     const int n_groups = k_act / kQ8Group, w_groups = k_pad / kQ8Group;
-    std::vector<int8_t> xq(static_cast<size_t>(k_act));
+    std::vector<int32_t> xq(static_cast<size_t>(k_act));
     std::vector<float> xs(static_cast<size_t>(n_groups));
     for (int r = 0; r < m; ++r) {
-        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
         for (int c = 0; c < n; ++c) {
             const uint8_t* wrow = wn + size_t(c) * size_t(k_pad);
             float acc = 0.0f;
@@ -171,13 +192,13 @@ void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws) {
 }
 
 void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
-                size_t ldy) {
+                size_t ldy, int act_bits) {
     const int k_pad = padded_k(WeightType::q6k, k), k_act = padded_k(WeightType::q8, k);
     const int n_halves = k_act / kQ6kSub, w_halves = k_pad / kQ6kSub;
-    std::vector<int8_t> xq(static_cast<size_t>(k_act));
+    std::vector<int32_t> xq(static_cast<size_t>(k_act));
     std::vector<float> xs(static_cast<size_t>(k_act / kQ8Group));
     for (int r = 0; r < m; ++r) {
-        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
         for (int c = 0; c < n; ++c) {
             const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
             float acc = 0.0f;
@@ -197,13 +218,13 @@ void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out) {
 }
 
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
-               int m, float* y, size_t ldy) {
+               int m, float* y, size_t ldy, int act_bits) {
     const int k_pad = padded_k(WeightType::q8, k);
     const int n_groups = k_pad / kQ8Group;
-    std::vector<int8_t> xq(static_cast<size_t>(k_pad));
+    std::vector<int32_t> xq(static_cast<size_t>(k_pad));
     std::vector<float> xs(static_cast<size_t>(n_groups));
     for (int r = 0; r < m; ++r) {
-        quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
         for (int c = 0; c < n; ++c) {
             const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
             const float* wsrow = wscale + size_t(c) * size_t(n_groups);

@@ -28,7 +28,7 @@ size_t matrix_size(int n, int k) {
     return detail::panels(n) * panel_size(k);
 }
 
-size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+size_t scratch_size(int m, int k) { return q8_act_scratch_bytes(m, k); }
 
 // Nibble of row r, k = j (0..31) in a block, as the signed value.
 int block_q(const Q4Block& b, int r, int j) {

@@ -16,7 +16,7 @@ size_t matrix_size(int n, int k) {
     return detail::panels(n) * Fmt::panel_size(k);
 }
 
-size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+size_t scratch_size(int m, int k) { return q8_act_scratch_bytes(m, k); }
 
 }  // namespace
 

@@ -22,7 +22,7 @@ size_t matrix_size(int n, int k) {
     return detail::panels(n) * panel_size(k);
 }
 
-size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+size_t scratch_size(int m, int k) { return q8_act_scratch_bytes(m, k); }
 
 // Row r, k = j (0..31) of a block, as the signed value.
 int block_q(const Q5Block& b, int r, int j) {

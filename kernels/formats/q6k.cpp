@@ -25,7 +25,7 @@ size_t matrix_size(int n, int k) {
     return detail::panels(n) * panel_size(k);
 }
 
-size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+size_t scratch_size(int m, int k) { return q8_act_scratch_bytes(m, k); }
 
 // Row r's n at k = j (0..31) of a group.
 int group_n(const Q6kGroup& g, int r, int j) {

@@ -22,7 +22,7 @@ size_t matrix_size(int n, int k) {
     return detail::panels(n) * panel_size(k);
 }
 
-size_t scratch_size(int m, int k) { return m <= 0 ? 0 : size_t(m) * q8_act_layout(k).stride; }
+size_t scratch_size(int m, int k) { return q8_act_scratch_bytes(m, k); }
 
 void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     detail::check_row(w, row);
@@ -50,7 +50,7 @@ const FormatInfo formats::q8 = {
     .unpack_row = read_row,
 };
 
-size_t q8_act_row_bytes(int k) { return q8_act_layout(k).stride; }
+size_t q8_act_row_bytes(int k, int act_bits) { return q8_act_layout(k, act_planes(act_bits)).stride; }
 
 void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {
     detail::check_quant_rows("pack_q8_quants", WeightType::q8, n, k, n0, n1);

@@ -169,12 +169,13 @@ void matmul_many(const KernelTable& kt, const MatmulOut* outs, int n_outs, const
                                           std::to_string(kMaxMatmulOuts));
     const PackedMatrix& w0 = *outs[0].w;
     for (int i = 1; i < n_outs; ++i)
-        if (outs[i].w->type != w0.type || outs[i].w->k != w0.k)
+        if (outs[i].w->type != w0.type || outs[i].w->k != w0.k || outs[i].w->act_bits != w0.act_bits)
             throw Error(ErrorKind::input, "matmul_many: product " + std::to_string(i) + " is " +
                                               format_info(outs[i].w->type).traits.name +
-                                              " with k=" + std::to_string(outs[i].w->k) +
-                                              ", product 0 is " + format_info(w0.type).traits.name +
-                                              " with k=" + std::to_string(w0.k));
+                                              " with k=" + std::to_string(outs[i].w->k) + " act_bits=" +
+                                              std::to_string(outs[i].w->act_bits) + ", product 0 is " +
+                                              format_info(w0.type).traits.name + " with k=" +
+                                              std::to_string(w0.k) + " act_bits=" + std::to_string(w0.act_bits));
     kt.format(w0.type).matmul_many(outs, n_outs, x, ldx, m, scratch, n_threads);
 }
 

@@ -6,7 +6,8 @@
 // W trait says where a group's block is, how its bits become the bytes the
 // dot step takes, and the group's scales and epilogue.
 //
-// Numerical contract: activations are quantized exactly as ref::quantize_row_q8
+// Numerical contract: activations are quantized exactly as ref::quantize_row_act
+// (8-bit: ref::quantize_row_q8; 16-bit: two int8 planes, kernels/formats/q8.hpp)
 // and weights as ref::quantize_weight_row_q8 (IEEE division, round half away
 // from zero, clamp with min then max), so every target sees the same int8
 // data; the low-bit formats' weights come from target-independent quantizers
@@ -291,28 +292,40 @@ inline float group_absmax(const float* x) {
     return vec::hmax(m);
 }
 
-// round-half-away(x / s) clamped to ±127, as int32 lanes. t - trunc(t) is
-// exact: step away from zero when it is at least 0.5 in size. The clamp is
-// min then max as the reference (a NaN becomes 127).
-inline vec::I quantize_lanes(vec::F x, vec::F s) {
-    const vec::F t = vec::div(x, s);
+// round-half-away(t) clamped to ±127. t - trunc(t) is exact: step away from
+// zero when it is at least 0.5 in size. The clamp is min then max as the
+// reference (a NaN becomes 127).
+inline vec::F round_clamp(vec::F t) {
     vec::F r = vec::trunc(t);
     const vec::Mask away = vec::ge(vec::abs(vec::sub(t, r)), vec::set1(0.5f));
     r = vec::select(away, vec::add(r, vec::sign_one(t)), r);
-    r = vec::max(vec::min(r, vec::set1(127.0f)), vec::set1(-127.0f));
-    return vec::to_int(r);
+    return vec::max(vec::min(r, vec::set1(127.0f)), vec::set1(-127.0f));
 }
 
+// round-half-away(x / s) clamped to ±127, as int32 lanes.
+inline vec::I quantize_lanes(vec::F x, vec::F s) { return vec::to_int(round_clamp(vec::div(x, s))); }
+
 // Activation group: q signed; returns Σq, and Σq of the first 16 in *lo. s != 0.
-inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int32_t* lo) {
+// With q2 (16-bit activations, kernels/formats/q8.hpp) also the second plane
+// q2 = round-half-away(256 · (x / s - q)), and the sums are of 256·q + q2.
+inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2, int32_t* lo) {
     static_assert(kGroupVecs % 2 == 0);
     const vec::F sv = vec::set1(s);
     vec::I sum = vec::iset1(0);
     for (int h = 0; h < kGroupVecs; ++h) {
         if (h == kGroupVecs / 2) *lo = vec::ihsum(sum);
-        const vec::I qi = quantize_lanes(vec::load(x + h * kL), sv);
-        sum = vec::iadd(sum, qi);
+        const vec::F t = vec::div(vec::load(x + h * kL), sv);
+        const vec::F r = round_clamp(t);
+        vec::I qi = vec::to_int(r);
         vec::store_bytes(q + h * kL, qi);
+        if (q2) {
+            // t - r is exact (r is t rounded, or t's clamp when |t| passes 127)
+            // and so is the product by 256.
+            const vec::I lo_q = vec::to_int(round_clamp(vec::mul(vec::sub(t, r), vec::set1(256.0f))));
+            vec::store_bytes(q2 + h * kL, lo_q);
+            qi = vec::iadd(vec::shl8(qi), lo_q);
+        }
+        sum = vec::iadd(sum, qi);
     }
     return vec::ihsum(sum);
 }
@@ -336,6 +349,7 @@ inline float quantize_weight_group(const float* x, uint8_t* qb) {
 
 void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
+    int8_t* q2 = a.planes == 2 ? q + a.plane_bytes : nullptr;
     auto* scale = reinterpret_cast<float*>(dst + a.scale_off);
     auto* corr = reinterpret_cast<int32_t*>(dst + a.corr_off);
     auto* corr_lo = reinterpret_cast<int32_t*>(dst + a.corr_lo_off);
@@ -349,12 +363,16 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
             src = buf;
         }
         const float s = group_absmax(src) / 127.0f;
-        scale[g] = s;
+        scale[g] = q2 ? s * (1.0f / 256.0f) : s;
         int32_t sum = 0, lo = 0;
-        if (s != 0.0f)
-            sum = quantize_act_group(src, s, q + size_t(g) * kQ8Group, &lo);
-        else
-            std::memset(q + size_t(g) * kQ8Group, 0, kQ8Group);
+        int8_t* qg = q + size_t(g) * kQ8Group;
+        int8_t* q2g = q2 ? q2 + size_t(g) * kQ8Group : nullptr;
+        if (s != 0.0f) {
+            sum = quantize_act_group(src, s, qg, q2g, &lo);
+        } else {
+            std::memset(qg, 0, kQ8Group);
+            if (q2g) std::memset(q2g, 0, kQ8Group);
+        }
         corr[g] = -128 * sum;
         corr_lo[g] = -128 * lo;
     }
@@ -429,36 +447,64 @@ void tile(const TileArgs& t) {
         constexpr int kStepsPerSub = kQuads / QL / W::kSubs;
 #pragma GCC unroll kUnrollSubs
         for (int s = 0; s < W::kSubs; ++s) {
-        vec::I acc[MR][NV];
+        // acc[0]: the group's sums from its start value (W::acc_init) on;
+        // 16-bit activations add acc[1], the first plane's sums from 0, as
+        // shl8(acc[1]) + acc[0] (kernels/formats/q8.hpp).
+        vec::I acc[2][MR][NV];
+        // The load steps of planes [plane, plane + NPL) into acc[NPL - 1 - p].
+        auto steps = [&]<int NPL>(int plane) {
+#pragma GCC unroll kUnrollQuads
+            for (int jl = s * kStepsPerSub; jl < (s + 1) * kStepsPerSub; ++jl) {
+                vec::Q wv[NV][QL];
+#pragma GCC unroll kUnrollVecs
+                for (int v = 0; v < NV; ++v)
+                    W::load(blk[v / kVecPerPanel], jl, v % kVecPerPanel, wv[v]);
+#pragma GCC unroll kUnrollSubs
+                for (int h = 0; h < QL; ++h) {
+                    const int j = jl * QL + h;
+#pragma GCC unroll kUnrollRows
+                    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll kUnrollSubs
+                        for (int p = 0; p < NPL; ++p) {
+                            const vec::X4 xb = vec::bcast4(reinterpret_cast<const int8_t*>(
+                                act + size_t(plane + p) * a.plane_bytes + r * stride) + g * kQ8Group + 4 * j);
+#pragma GCC unroll kUnrollVecs
+                            for (int v = 0; v < NV; ++v)
+                                acc[NPL - 1 - p][r][v] = vec::dot4(acc[NPL - 1 - p][r][v], wv[v][h], xb);
+                        }
+                }
+            }
+        };
+        const bool two = a.planes == 2;
 #pragma GCC unroll kUnrollRows
         for (int r = 0; r < MR; ++r) {
             const vec::I c = vec::iset1(W::acc_init(act + r * stride, a, g, s));
 #pragma GCC unroll kUnrollVecs
-            for (int v = 0; v < NV; ++v) acc[r][v] = c;
+            for (int v = 0; v < NV; ++v) acc[0][r][v] = c, acc[1][r][v] = vec::iset1(0);
         }
-#pragma GCC unroll kUnrollQuads
-        for (int jl = s * kStepsPerSub; jl < (s + 1) * kStepsPerSub; ++jl) {
-            vec::Q wv[NV][QL];
-#pragma GCC unroll kUnrollVecs
-            for (int v = 0; v < NV; ++v)
-                W::load(blk[v / kVecPerPanel], jl, v % kVecPerPanel, wv[v]);
-#pragma GCC unroll kUnrollSubs
-            for (int h = 0; h < QL; ++h) {
-                const int j = jl * QL + h;
+        if (!two) {
+            steps.template operator()<1>(0);
+        } else if constexpr (MR == 1) {
+            // Decode: one weight load serves both planes (4 accumulators).
+            steps.template operator()<2>(0);
+        } else {
+            // Prefill tiles have no registers for a second set: the weights
+            // are loaded again for the second plane.
+            std::swap(acc[0], acc[1]);
+            steps.template operator()<1>(0);
+            std::swap(acc[0], acc[1]);
+            steps.template operator()<1>(1);
+        }
+        if (two)
 #pragma GCC unroll kUnrollRows
-                for (int r = 0; r < MR; ++r) {
-                    const vec::X4 xb = vec::bcast4(
-                        reinterpret_cast<const int8_t*>(act + r * stride) + g * kQ8Group + 4 * j);
+            for (int r = 0; r < MR; ++r)
 #pragma GCC unroll kUnrollVecs
-                    for (int v = 0; v < NV; ++v) acc[r][v] = vec::dot4(acc[r][v], wv[v][h], xb);
-                }
-            }
-        }
+                for (int v = 0; v < NV; ++v) acc[0][r][v] = vec::iadd(vec::shl8(acc[1][r][v]), acc[0][r][v]);
 #pragma GCC unroll kUnrollVecs
         for (int v = 0; v < NV; ++v) {
             const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, s, v % kVecPerPanel);
 #pragma GCC unroll kUnrollRows
-            for (int r = 0; r < MR; ++r) f[r][v] = W::finish(sc, acc[r][v], act + r * stride, a, g, f[r][v]);
+            for (int r = 0; r < MR; ++r) f[r][v] = W::finish(sc, acc[0][r][v], act + r * stride, a, g, f[r][v]);
         }
         }
     }
@@ -477,7 +523,8 @@ void tile(const TileArgs& t) {
 
 #if defined(STATICLM_AMX)
 // ---------------------------------------------------------------------------
-// AMX-INT8 (the avx512_amx table, q8 only): 16 activation rows × one panel.
+// AMX-INT8 (the avx512_amx table, q8 with 8-bit activations only; 16-bit
+// activations run on the VNNI tile): 16 activation rows × one panel.
 // ---------------------------------------------------------------------------
 //
 // A Q8Block's q is already the B operand of a tile dot product: B's row j
@@ -696,12 +743,12 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
     const int half = (p1 - p0 + 1) / 2;
 #if defined(STATICLM_AMX)
     if constexpr (Amx)
-        if (r1 - r0 >= amx8::kRows) amx8::configure();
+        if (a.planes == 1 && r1 - r0 >= amx8::kRows) amx8::configure();
 #endif
     for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
         const int i1 = std::min(half, i0 + kPairsPerBlock);
         for (int r = r0; r < r1;) {
-            const bool amx_rows = Amx && r1 - r >= kRowUnit<Amx>;
+            const bool amx_rows = Amx && a.planes == 1 && r1 - r >= kRowUnit<Amx>;
             const int mr = amx_rows ? kRowUnit<Amx> : std::min(kMr, r1 - r);
 #if defined(STATICLM_AMX)
             if constexpr (Amx) {
@@ -754,7 +801,7 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
     }
 #if defined(STATICLM_AMX)
     if constexpr (Amx)
-        if (r1 - r0 >= amx8::kRows) amx::release();
+        if (a.planes == 1 && r1 - r0 >= amx8::kRows) amx::release();
 #endif
 }
 
@@ -762,7 +809,7 @@ template <class W, bool Amx>
 void matmul_int_many(const MatmulOut* outs, int n_outs, const float* x, size_t ldx, int m,
                      std::byte* scratch, int n_threads) {
     if (m <= 0) return;
-    const Q8ActLayout a = q8_act_layout(outs[0].w->k);
+    const Q8ActLayout a = q8_act_layout(outs[0].w->k, act_planes(outs[0].w->act_bits));
     // The panels of all matrices end to end: matrix i owns [seg_end[i-1], seg_end[i]).
     int seg_end[kMaxMatmulOuts];
     int total = 0;
@@ -914,8 +961,8 @@ void pack_panel_q6k(SrcType st, const void* src, size_t ld, int rows, int k, std
 
 }  // namespace
 
-void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst) {
-    const Q8ActLayout a = q8_act_layout(k);
+void quantize_act(const float* x, size_t ldx, int m, int k, int act_bits, std::byte* dst) {
+    const Q8ActLayout a = q8_act_layout(k, act_planes(act_bits));
     for (int r = 0; r < m; ++r) quantize_row(x + size_t(r) * ldx, a, dst + size_t(r) * a.stride);
 }
 

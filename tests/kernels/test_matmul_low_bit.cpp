@@ -353,14 +353,16 @@ namespace {
 // kt's q4 matmul on a strided, misaligned x and y against ref::matmul_q8 of
 // the reference-quantized weights; exact: bitwise, else a tight bound.
 void check_matmul(const LowBit& f, const KernelTable& kt, int m, int n, int k, int n_threads, bool exact,
-                  std::mt19937& rng) {
+                  std::mt19937& rng, int act_bits = 8) {
     CAPTURE(weight_type_name(f.type));
+    CAPTURE(act_bits);
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
     CAPTURE(n_threads);
     const std::vector<float> w = exact ? exact_values(f, n, k, rng) : random_values(size_t(n) * size_t(k), rng);
     LowBitMatrix mat = make_matrix(f, kt, w, n, k);
+    mat.w.act_bits = act_bits;
     const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
     std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
     const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
@@ -372,7 +374,7 @@ void check_matmul(const LowBit& f, const KernelTable& kt, int m, int n, int k, i
     float* y = ybuf.data() + 1;
     Buffer scratch(std::max<size_t>(matmul_scratch_bytes(f.type, m, k), 64));
     matmul(kt, mat.w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
     int bad = 0;
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c) {
@@ -403,6 +405,7 @@ TEST_CASE("low-bit matmuls equal the reference exactly on every target (exact fp
                 check_matmul(*f, kt, 64, 33, 100, threads, true, rng);
                 check_matmul(*f, kt, 100, 17, 33, threads, true, rng);  // rows split
                 check_matmul(*f, kt, 29, 200, 64, threads, true, rng);  // panels split
+                for (int m : {1, 7, 17}) check_matmul(*f, kt, m, 33, 100, threads, true, rng, 16);
             }
         });
 }
@@ -416,6 +419,8 @@ TEST_CASE("low-bit matmuls match the reference on random data on every target") 
                     for (int k : {33, 100, 256})
                         for (int threads : {1, 2}) check_matmul(*f, kt, m, n, k, threads, false, rng);
             check_matmul(*f, kt, 70, 130, 300, 2, false, rng);
+            for (int m : {1, 5, 17})
+                for (int k : {33, 300}) check_matmul(*f, kt, m, 40, k, 2, false, rng, 16);
         });
 }
 
@@ -526,11 +531,14 @@ void q4k_ref_scales(const Q4kFields& f, std::vector<float>& ws, std::vector<floa
 // kt's matmul of w on a strided, misaligned x (exact_acts where `exact`, else
 // random) against ref(x, ldx, m, y): bitwise where exact, else within 1e-5 of
 // mag(x row, column) = Σ|x·w|; nothing written past the n columns.
-void check_matmul_against(const KernelTable& kt, const PackedMatrix& w, int m, int n_threads, bool exact,
-                          std::mt19937& rng, const std::function<void(const float*, size_t, int, float*)>& ref,
-                          const std::function<double(const float*, int)>& mag) {
+void check_matmul_against(const KernelTable& kt, const PackedMatrix& w_in, int m, int n_threads, bool exact,
+                          std::mt19937& rng, const std::function<void(const float*, size_t, int, float*, int)>& ref,
+                          const std::function<double(const float*, int)>& mag, int act_bits = 8) {
+    PackedMatrix w = w_in;
+    w.act_bits = act_bits;
     const int n = w.n, k = w.k;
     CAPTURE(weight_type_name(w.type));
+    CAPTURE(act_bits);
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
@@ -545,7 +553,7 @@ void check_matmul_against(const KernelTable& kt, const PackedMatrix& w, int m, i
     float* y = ybuf.data() + 1;
     Buffer scratch(std::max<size_t>(matmul_scratch_bytes(w.type, m, k), 64));
     matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref(x, ldx, m, yref.data());
+    ref(x, ldx, m, yref.data(), act_bits);
     int bad = 0;
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c) {
@@ -563,12 +571,12 @@ void check_matmul_against(const KernelTable& kt, const PackedMatrix& w, int m, i
 // An affine format (q4k, q5k, q4a, q5a) against ref::matmul_affine of its fields.
 void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
                            const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads,
-                           bool exact, std::mt19937& rng) {
+                           bool exact, std::mt19937& rng, int act_bits = 8) {
     const int kp = padded_k(w.type, w.k);
     check_matmul_against(
         kt, w, m, n_threads, exact, rng,
-        [&](const float* x, size_t ldx, int rows, float* y) {
-            ref::matmul_affine(wn.data(), ws.data(), wm.data(), w.n, w.k, kp, x, ldx, rows, y, size_t(w.n));
+        [&](const float* x, size_t ldx, int rows, float* y, int bits) {
+            ref::matmul_affine(wn.data(), ws.data(), wm.data(), w.n, w.k, kp, x, ldx, rows, y, size_t(w.n), bits);
         },
         [&](const float* x, int c) {
             double mag = 0;
@@ -578,7 +586,8 @@ void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const s
                        (std::fabs(double(ws[gi]) * wn[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(wm[gi])));
             }
             return mag;
-        });
+        },
+        act_bits);
 }
 
 // src [n][k] packed by kt's pack_panel into buf.
@@ -608,6 +617,7 @@ void check_affine_from_floats(const KernelTable& kt, WeightType type,
         ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
                 ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
     for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
+    for (const int m : {1, 17}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng, 16);
 }
 
 }  // namespace
@@ -794,12 +804,13 @@ void q6k_ref_fields(const Q6kFields& f, std::vector<int8_t>& wq, std::vector<flo
 }
 
 void check_q6k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<int8_t>& wq,
-                      const std::vector<float>& ws, int m, int n_threads, bool exact, std::mt19937& rng) {
+                      const std::vector<float>& ws, int m, int n_threads, bool exact, std::mt19937& rng,
+                      int act_bits = 8) {
     const int kp = padded_k(WeightType::q6k, w.k);
     check_matmul_against(
         kt, w, m, n_threads, exact, rng,
-        [&](const float* x, size_t ldx, int rows, float* y) {
-            ref::matmul_q6k(wq.data(), ws.data(), w.n, w.k, x, ldx, rows, y, size_t(w.n));
+        [&](const float* x, size_t ldx, int rows, float* y, int bits) {
+            ref::matmul_q6k(wq.data(), ws.data(), w.n, w.k, x, ldx, rows, y, size_t(w.n), bits);
         },
         [&](const float* x, int c) {
             double mag = 0;
@@ -807,7 +818,8 @@ void check_q6k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::v
                 mag += std::fabs(double(x[i]) * double(ws[size_t(c) * size_t(kp / 16) + size_t(i / 16)]) *
                                  wq[size_t(c) * size_t(kp) + size_t(i)]);
             return mag;
-        });
+        },
+        act_bits);
 }
 
 }  // namespace
@@ -913,6 +925,7 @@ TEST_CASE("q6k matmul equals the reference exactly on every target (exact fp32 s
                 q6k_ref_fields(f, wq, ws);
                 for (const int m : {0, 1, 2, 6, 7, 13, 40})
                     for (const int threads : {1, 2}) check_q6k_matmul(kt, w, wq, ws, m, threads, true, rng);
+                check_q6k_matmul(kt, w, wq, ws, 7, 2, true, rng, 16);
             }
     });
 }
@@ -932,6 +945,7 @@ TEST_CASE("q6k matmul matches the reference on random data on every target (floa
                     ref::quantize_weight_row_q6k(src.data() + size_t(r) * size_t(k), k, wq.data() + size_t(r) * kp,
                                                  ws.data() + size_t(r) * size_t(kp / 16));
                 for (const int m : {1, 5, 64}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng);
+                for (const int m : {1, 17}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng, 16);
             }
     });
 }

@@ -183,7 +183,7 @@ TEST_CASE("q8 sizes") {
     CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 + 4 = 44 -> 64
     CHECK(q8_act_row_bytes(2048) == 64 * 44);  // 64 groups · 44 bytes
     CHECK(q8_act_row_bytes(100) % 64 == 0);
-    CHECK(matmul_scratch_bytes(WeightType::q8, 3, 100) == 3 * q8_act_row_bytes(100));
+    CHECK(matmul_scratch_bytes(WeightType::q8, 3, 100) == 3 * q8_act_row_bytes(100, 16));
     CHECK(matmul_scratch_bytes(WeightType::q8, 0, 100) == 0);
     CHECK_THROWS_AS(pack_weights(WeightType::q8, SrcType::f32, nullptr, 40, 32, 8, 40, nullptr),
                     Error);
@@ -258,42 +258,79 @@ TEST_CASE("q8 packing: layout, pack -> unpack round trip, f16/bf16 sources, spli
     }
 }
 
-TEST_CASE("q8 quantize_act equals the reference on every target") {
+TEST_CASE("q8 quantize_act equals the reference on every target, 8- and 16-bit") {
     std::mt19937 rng(11);
     for (Target t : runnable_targets()) {
         const KernelTable& kt = table_for(t);
+        for (int bits : {8, 16})
         for (int k : {1, 31, 32, 33, 64, 100}) {
             CAPTURE(target_name(t));
+            CAPTURE(bits);
             CAPTURE(k);
-            const int m = 3, kp = k_pad_of(k), n_groups = kp / kQ8Group;
+            const int m = 4, kp = k_pad_of(k), n_groups = kp / kQ8Group, planes = bits / 8;
             const size_t ldx = size_t(k) + 3;
             std::vector<float> x = random_values(size_t(m) * ldx + 1, rng);
             for (int i = 0; i < std::min(k, 32); ++i) x[1 + ldx + size_t(i)] = 0.0f;  // zero group
-            // Row 2, group 0: scale exactly 1 and ties (j + 0.5) that must round away from 0.
+            // Row 2, group 0: scale exactly 1 and ties (j + 0.5) that must round away from 0
+            // (8-bit; their 16-bit second plane is ±128, clamped to ±127).
             x[1 + 2 * ldx] = 127.0f;
             for (int i = 1; i < std::min(k, 32); ++i)
                 x[1 + 2 * ldx + size_t(i)] = float(i - 16) + 0.5f;
-            const size_t row = q8_act_row_bytes(k);
+            // Row 3, group 0: scale 1 and second-plane ties (j + 1/512 steps).
+            x[1 + 3 * ldx] = -127.0f;
+            for (int i = 1; i < std::min(k, 32); ++i)
+                x[1 + 3 * ldx + size_t(i)] = float(i) + float(2 * i - 31) / 512.0f;
+            const size_t row = q8_act_row_bytes(k, bits);
+            CHECK(row == size_t(align64(size_t(kp * planes + 12 * n_groups))));
             Buffer dst(m * row);
-            kt.quantize_act(x.data() + 1, ldx, m, k, dst.data());  // misaligned rows
+            kt.quantize_act(x.data() + 1, ldx, m, k, bits, dst.data());  // misaligned rows
             for (int r = 0; r < m; ++r) {
-                std::vector<int8_t> q(static_cast<size_t>(kp));
+                std::vector<int32_t> q(static_cast<size_t>(kp));
                 std::vector<float> s(static_cast<size_t>(n_groups));
-                ref::quantize_row_q8(x.data() + 1 + size_t(r) * ldx, k, q.data(), s.data());
+                ref::quantize_row_act(x.data() + 1 + size_t(r) * ldx, k, bits, q.data(), s.data());
                 const std::byte* d = dst.data() + size_t(r) * row;
-                CHECK(std::memcmp(d, q.data(), size_t(kp)) == 0);
-                CHECK(std::memcmp(d + kp, s.data(), 4 * size_t(n_groups)) == 0);
+                const auto* q1 = reinterpret_cast<const int8_t*>(d);
+                int bad = 0;
+                for (int i = 0; i < kp; ++i) {
+                    const int got = bits == 8 ? q1[i] : 256 * q1[i] + q1[kp + i];
+                    if (got != q[size_t(i)] && bad++ < 3) FAIL_CHECK("row ", r, " k ", i, ": ", got, " != ", q[size_t(i)]);
+                }
+                const size_t scale_off = size_t(kp * planes);
+                CHECK(std::memcmp(d + scale_off, s.data(), 4 * size_t(n_groups)) == 0);
                 for (int g = 0; g < n_groups; ++g) {
                     int32_t sum = 0, lo = 0, corr, corr_lo;
                     for (int i = 0; i < 32; ++i) sum += q[size_t(g * 32 + i)], lo += i < 16 ? q[size_t(g * 32 + i)] : 0;
-                    std::memcpy(&corr, d + kp + 4 * n_groups + 4 * g, 4);
-                    std::memcpy(&corr_lo, d + kp + 8 * n_groups + 4 * g, 4);
+                    std::memcpy(&corr, d + scale_off + 4 * n_groups + 4 * g, 4);
+                    std::memcpy(&corr_lo, d + scale_off + 8 * n_groups + 4 * g, 4);
                     CHECK(corr == -128 * sum);
                     CHECK(corr_lo == -128 * lo);
                 }
             }
         }
     }
+}
+
+TEST_CASE("16-bit activations: hand-computed values") {
+    // Scale 1 (max 127): x = 3.25 is q1 = 3, q2 = 64; -0.75 rounds to q1 = -1,
+    // residual 0.25 -> q2 = 64; 0.001953125 = 1/512 is a second-plane tie,
+    // away from zero -> 1; 5.5 is an 8-bit tie (q1 = 6, residual -0.5 ->
+    // q2 = -128, clamped to -127). The stored scale is 1/256.
+    std::vector<float> x(32, 0.0f);
+    x[0] = 127.0f, x[1] = 3.25f, x[2] = -0.75f, x[3] = 1.0f / 512.0f, x[4] = 5.5f;
+    std::vector<int32_t> q(32);
+    float s = 0;
+    ref::quantize_row_act(x.data(), 32, 16, q.data(), &s);
+    CHECK(s == 1.0f / 256.0f);
+    CHECK(q[0] == 127 * 256);
+    CHECK(q[1] == 3 * 256 + 64);
+    CHECK(q[2] == -256 + 64);
+    CHECK(q[3] == 1);
+    CHECK(q[4] == 6 * 256 - 127);
+    CHECK(q[5] == 0);
+    ref::quantize_row_act(x.data(), 32, 8, q.data(), &s);
+    CHECK(s == 1.0f);
+    CHECK(q[1] == 3);
+    CHECK(q[4] == 6);
 }
 
 TEST_CASE("q8 reference matmul equals exact integer arithmetic") {
@@ -321,8 +358,9 @@ namespace {
 // Runs kt's matmul on a strided, misaligned x and y and compares with the
 // reference; exact: bitwise equality, else |diff| <= tol · Σ|x̂·ŵ|.
 void check_matmul(const KernelTable& kt, int m, int n, int k, int n_threads, bool exact,
-                  std::mt19937& rng) {
+                  std::mt19937& rng, int act_bits = 8) {
     CAPTURE(target_name(kt.target));
+    CAPTURE(act_bits);
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
@@ -330,6 +368,7 @@ void check_matmul(const KernelTable& kt, int m, int n, int k, int n_threads, boo
     const std::vector<float> w = exact ? exact_values(n, k, rng)
                                        : random_values(size_t(n) * size_t(k), rng);
     Q8Matrix mat = make_matrix(w, n, k);
+    mat.w.act_bits = act_bits;
     const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
     std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
     {
@@ -345,13 +384,13 @@ void check_matmul(const KernelTable& kt, int m, int n, int k, int n_threads, boo
     float* y = ybuf.data() + 1;
     Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q8, m, k), 64));
     kt.matmul_q8(mat.w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n));
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
     const int kp = k_pad_of(k);
-    std::vector<int8_t> xq(static_cast<size_t>(kp));
+    std::vector<int32_t> xq(static_cast<size_t>(kp));
     std::vector<float> xs(static_cast<size_t>(kp / 32));
     int bad = 0;
     for (int r = 0; r < m; ++r) {
-        ref::quantize_row_q8(x + size_t(r) * ldx, k, xq.data(), xs.data());
+        ref::quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
         for (int c = 0; c < n; ++c) {
             const float got = y[size_t(r) * ldy + size_t(c)];
             const float want = yref[size_t(r) * size_t(n) + size_t(c)];
@@ -392,6 +431,9 @@ TEST_CASE("q8 matmul equals the reference exactly on every target (exact fp32 su
             // 19 groups: avx512-amx's 16-row tiles run K in chunks of 16
             // groups, the sums kept in y between chunks.
             check_matmul(table_for(t), 37, 40, 600, threads, true, rng);
+            // 16-bit activations (AMX targets run them on VNNI).
+            for (int m : {1, 6, 17, 37})
+                for (int k : {1, 33, 100, 600}) check_matmul(table_for(t), m, 40, k, threads, true, rng, 16);
         }
 }
 
@@ -405,6 +447,9 @@ TEST_CASE("q8 matmul matches the reference on random data on every target") {
                         check_matmul(table_for(t), m, n, k, threads, false, rng);
         check_matmul(table_for(t), 70, 130, 300, 2, false, rng);  // both thread splits, tails
         check_matmul(table_for(t), 40, 16, 64, 2, false, rng);    // one panel: rows split
+        for (int m : {1, 5, 17})
+            for (int k : {33, 100, 256}) check_matmul(table_for(t), m, 33, k, 2, false, rng, 16);
+        check_matmul(table_for(t), 70, 130, 300, 2, false, rng, 16);
     }
 }
 

@@ -77,6 +77,11 @@ struct PackedMatrix {
     int k = 0;  // input columns (logical, unpadded)
     std::byte* data = nullptr;
     size_t bytes = 0;
+    // The integer formats' activation precision: 8 (one int8 per input, a
+    // scale per 32) or 16 (two int8 planes, x ≈ s/256 · (256·q1 + q2): one
+    // more dot step per weight, 2^8 times finer; kernels/formats/q8.hpp).
+    // The float formats ignore it. Set by the loader (LoadOptions).
+    int act_bits = 8;
 };
 
 size_t packed_bytes(WeightType type, int n, int k);
@@ -130,10 +135,11 @@ void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int 
 void unpack_row(const PackedMatrix& w, int row, float scale, float* out);
 
 // Row stride of q8 activations (kernels/formats/q8.hpp), a multiple of 64.
-size_t q8_act_row_bytes(int k);
+size_t q8_act_row_bytes(int k, int act_bits = 8);
 
 // Bytes of scratch a matmul of m rows needs (the format's activation rows:
-// none for f32/f16, int8 rows for q8, bf16 rows for bf16's vdpbf16ps body).
+// none for f32/f16, int8 rows for q8 — sized for 16-bit activations, either
+// act_bits fits —, bf16 rows for bf16's vdpbf16ps body).
 size_t matmul_scratch_bytes(WeightType type, int m, int k);
 
 // ---------------------------------------------------------------------------
@@ -195,9 +201,9 @@ struct PeakLoops {
     const char* isa = "none";
 };
 
-// Quantizes rows of x [m][k] into the q8 activation layout (dst: m rows of
-// q8_act_row_bytes(k)).
-using QuantizeActFn = void (*)(const float* x, size_t ldx, int m, int k, std::byte* dst);
+// Quantizes rows of x [m][k] into the q8 activation layout at act_bits 8 or
+// 16 (dst: m rows of q8_act_row_bytes(k, act_bits)).
+using QuantizeActFn = void (*)(const float* x, size_t ldx, int m, int k, int act_bits, std::byte* dst);
 
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * w  (w may be null: no weight).
 // Rows of n floats; x and y may alias.

@@ -14,6 +14,10 @@ namespace staticlm::kernels::ref {
 // Quantizes x[k] per group of kQ8Group (see kernels/formats/q8.hpp): q gets
 // padded_k(q8, k) values (zero padding), scale one float per group.
 void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
+// The activations of an integer-format matmul at act_bits 8 (quantize_row_q8)
+// or 16 (kernels/formats/q8.hpp: q = 256·q1 + q2, scale = s / 256 per group),
+// as int32 values: what the matmuls below multiply the weights by.
+void quantize_row_act(const float* x, int k, int act_bits, int32_t* q, float* scale);
 // The weight variant: scales rounded to IEEE half first (see formats/q8.hpp), q
 // computed with the rounded scale; scale[] holds the rounded values as floats.
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
@@ -31,8 +35,9 @@ void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // with quantize_row_q8; each group dot is exact int32, groups are summed in
 // order in fp32:
 //   y += (x_scale · w_scale) · float(dot)   (a product, then a sum: no FMA).
+// act_bits (8 or 16) selects quantize_row_act's activations, here and below.
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
-               int m, float* y, size_t ldy);
+               int m, float* y, size_t ldy, int act_bits = 8);
 // q4k weights (kernels/formats/q4k.hpp) unpacked: nibbles wn [n][k_pad] (k
 // padded to 256), per row and group of 32 the scale ws = d·sc and min
 // wm = dmin·m [n][k_pad/32] (from quantize_weight_row_q4k). x rows as for
@@ -46,10 +51,10 @@ void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, floa
 void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
-                int m, float* y, size_t ldy);
+                int m, float* y, size_t ldy, int act_bits = 8);
 // The same with weight rows k_pad long (q4a, q5a: k padded to 32).
 void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
-                   size_t ldx, int m, float* y, size_t ldy);
+                   size_t ldx, int m, float* y, size_t ldy, int act_bits = 8);
 // q6k weights (kernels/formats/q6k.hpp) unpacked: values q = n - 32 [n][k_pad]
 // (k padded to 256), per row and half-group of 16 the scale ws = d·sc
 // [n][k_pad/16] (from quantize_weight_row_q6k). x rows as for matmul_q8; per
@@ -57,7 +62,7 @@ void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, i
 //   y += (x_scale · ws) · float(Σ q·q_x)   (x_scale of the half's group of 32)
 void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws);
 void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
-                size_t ldy);
+                size_t ldy, int act_bits = 8);
 
 // ---- ref_matmul_float.cpp ---------------------------------------------------
 // y[m][n] = x[m][k] · Wᵀ with W row-major [n][k] (f32, IEEE half or bf16

@@ -37,26 +37,50 @@ constexpr int q8_groups(int k) { return (k + kQ8Group - 1) / kQ8Group; }
 // int32 corr[G] = -128 · Σ q of the group, int32 corr_lo[G] = -128 · Σ q of
 // the group's first 16 (q6k's sub-blocks); rows are `stride` bytes apart (a
 // multiple of 64).
+//
+// 16-bit activations (PackedMatrix::act_bits = 16) add a second plane
+// q2[k_pad] after q: with t = x / s (s = max|x| / 127, as above), q1 = the
+// 8-bit q of t and q2 = round-half-away(256 · (t - q1)) clamped to ±127, so
+// x ≈ (s / 256) · (256·q1 + q2), an error of at most s/512 where 8 bits
+// leave s/2. scale[] holds s / 256 and corr[] / corr_lo[] are -128 · Σ of
+// the 16-bit values 256·q1 + q2. A group's dot is the int32 sum over q1,
+// shifted left by 8, plus corr, plus the sum over q2: the exact Σ w·(256·q1
+// + q2) (|that| < 2^28 for every format's weight bytes), so the epilogues
+// are 8-bit's unchanged.
 struct Q8ActLayout {
     int k = 0;
     int n_groups = 0;
+    int planes = 1;          // 1 (8-bit) or 2 (16-bit)
+    size_t plane_bytes = 0;  // q2 starts here (k_pad)
     size_t stride = 0;
     size_t scale_off = 0;  // float scale[n_groups]
     size_t corr_off = 0;   // int32 corr[n_groups]
     size_t corr_lo_off = 0;  // int32 corr_lo[n_groups]
 };
 
-constexpr Q8ActLayout q8_act_layout(int k) {
+constexpr Q8ActLayout q8_act_layout(int k, int planes = 1) {
     Q8ActLayout a;
     a.k = k;
     a.n_groups = q8_groups(k);
+    a.planes = planes;
     const size_t k_pad = size_t(a.n_groups) * kQ8Group;
-    a.scale_off = k_pad;
-    a.corr_off = k_pad + sizeof(float) * size_t(a.n_groups);
+    a.plane_bytes = k_pad;
+    a.scale_off = k_pad * size_t(planes);
+    a.corr_off = a.scale_off + sizeof(float) * size_t(a.n_groups);
     a.corr_lo_off = a.corr_off + sizeof(int32_t) * size_t(a.n_groups);
     a.stride = align64(a.corr_lo_off + sizeof(int32_t) * size_t(a.n_groups));
     return a;
 }
 static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 44);
+static_assert(q8_act_layout(2048, 2).stride == 64 * 76);
+
+// Activation planes for PackedMatrix::act_bits (8 or 16).
+constexpr int act_planes(int act_bits) { return act_bits == 16 ? 2 : 1; }
+
+// Matmul scratch of the integer formats: m activation rows, sized for 16-bit
+// activations (act_bits is a property of the matrix, not of the scratch).
+constexpr size_t q8_act_scratch_bytes(int m, int k) {
+    return m <= 0 ? 0 : size_t(m) * q8_act_layout(k, 2).stride;
+}
 
 }  // namespace staticlm::kernels

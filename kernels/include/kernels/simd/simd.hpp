@@ -14,7 +14,7 @@ STATICLM_WEIGHT_FORMATS(STATICLM_DECLARE_FORMAT_KERNELS)
 #undef STATICLM_DECLARE_FORMAT_KERNELS
 
 // matmul_q8.cpp
-void quantize_act(const float* x, size_t ldx, int m, int k, std::byte* dst);
+void quantize_act(const float* x, size_t ldx, int m, int k, int act_bits, std::byte* dst);
 
 // convert_rows.cpp: source rows for the packers, converted kPackTile columns at
 // a time (16 rows × 256 f32 = 16 KiB, half of a 32-48 KiB L1d).

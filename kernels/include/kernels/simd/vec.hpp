@@ -9,7 +9,8 @@
 // wherever their operations are exact:
 //  - max(a, b) / min(a, b) return b when either is NaN (the x86 rule);
 //  - fma(a, b, c) rounds once on FMA targets, twice (a·b, then + c) on generic;
-//  - to_int(v) is exact for integral v in int32 range;
+//  - to_int(v) is exact for integral v in int32 range; shl8(v) shifts each
+//    int32 lane left by 8 (16-bit activations' first plane);
 //  - load(const uint16_t*) converts IEEE halves exactly (x86 quiets signalling
 //    NaNs), store_f16 rounds to nearest even (x86 keeps NaN payload bits);
 //  - dot4(acc, w, x): lane l gets acc + Σ_{e<4} w[4l+e]·x[e], exact int32, w
@@ -108,6 +109,7 @@ inline bool any_nan(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 
 inline I iset1(int32_t v) { return _mm512_set1_epi32(v); }
 inline I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+inline I shl8(I a) { return _mm512_slli_epi32(a, 8); }
 inline I q4_dot(I acc) { return _mm512_srai_epi32(acc, 4); }
 inline int32_t ihsum(I v) { return _mm512_reduce_add_epi32(v); }
 inline F to_float(I v) { return _mm512_cvtepi32_ps(v); }
@@ -262,6 +264,7 @@ inline bool any_nan(F v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UN
 
 inline I iset1(int32_t v) { return _mm256_set1_epi32(v); }
 inline I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+inline I shl8(I a) { return _mm256_slli_epi32(a, 8); }
 inline int32_t ihsum(I v) {
     __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -468,6 +471,10 @@ inline I iset1(int32_t v) {
 }
 inline I iadd(I a, I b) {
     for (int i = 0; i < kLanes; ++i) a.v[i] += b.v[i];
+    return a;
+}
+inline I shl8(I a) {
+    for (int i = 0; i < kLanes; ++i) a.v[i] = int32_t(uint32_t(a.v[i]) << 8);  // as vpslld
     return a;
 }
 inline int32_t ihsum(I v) {
