@@ -338,7 +338,7 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     });
     if (options.progress) options.progress(total_bytes, total_bytes);
 
-    finish_weights(*model, std::move(plan));
+    finish_weights(*model, std::move(plan), options.act_bits);
     if (tokenizer_thread.joinable()) tokenizer_thread.join();
     if (tokenizer_error) std::rethrow_exception(tokenizer_error);
     model->tokenizer_ = std::move(tokenizer);

@@ -164,7 +164,7 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     std::vector<const TensorView*> src;
     for (const TensorView& v : views) src.push_back(&v);
     convert_weights(*model, plan, src, options);
-    finish_weights(*model, std::move(plan));
+    finish_weights(*model, std::move(plan), options.act_bits);
     if (options.load_tokenizer) {
         // llama2.c ships tok<vocab>.model next to the .bin; tokenizer.model is preferred.
         const auto dir = file.parent_path();

@@ -162,6 +162,7 @@ void warn_unused(const SafetensorsSet& files, const std::vector<WeightEntry>& pl
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
     detail::check_threads(options.threads, "load options");
+    detail::check_act_bits(options.act_bits);
     if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin") return detail::load_llama2c(dir, options);
     // A .gguf path that is not a directory is a GGUF file (the reader says what
     // is wrong when it is missing or not a regular file).
@@ -203,7 +204,7 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const
     warn_unused(files, plan, c, family, names, model->warnings_);
 
     detail::convert_weights(*model, plan, src, options);
-    detail::finish_weights(*model, std::move(plan));
+    detail::finish_weights(*model, std::move(plan), options.act_bits);
     if (options.load_tokenizer) model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
     model->load_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -93,7 +93,8 @@ ModelConfig builtin_config(const std::string& name) {
 }
 
 std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightType weights, uint64_t seed,
-                                              int threads) {
+                                              int threads, int act_bits) {
+    detail::check_act_bits(act_bits);
     const auto t_start = std::chrono::steady_clock::now();
     auto model = std::make_shared<Model>();
     model->config_ = config;
@@ -147,7 +148,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
             kernels::pack_weights(e.matrix->type, SrcType::f32, buf.data(), rows, e.k, 0, rows, dst);
         }
     });
-    detail::finish_weights(*model, std::move(plan));
+    detail::finish_weights(*model, std::move(plan), act_bits);
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     return model;
 }

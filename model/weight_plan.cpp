@@ -140,7 +140,11 @@ Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type, const std::
     return arena;
 }
 
-void finish_weights(Model& model, std::vector<WeightEntry> plan) {
+void finish_weights(Model& model, std::vector<WeightEntry> plan, int act_bits) {
+    check_act_bits(act_bits);
+    model.act_bits_ = act_bits;
+    for (WeightEntry& e : plan)
+        if (e.kind == WeightEntry::Kind::matrix) e.matrix->act_bits = act_bits;
     if (model.config_.tie_embeddings) model.weights_.lm_head = model.weights_.embed;
     // The formats in use, in format order; the model's type is the one with
     // the most bytes (the only one unless --weights native or q4).
@@ -156,6 +160,11 @@ void finish_weights(Model& model, std::vector<WeightEntry> plan) {
         if (model.native_weights_ && bytes > most) most = bytes, model.weight_type_ = t;
     }
     model.plan_ = std::move(plan);
+}
+
+void check_act_bits(int act_bits) {
+    if (act_bits != 8 && act_bits != 16)
+        throw Error(ErrorKind::config, "invalid act_bits " + std::to_string(act_bits) + ": 8 or 16");
 }
 
 void check_threads(int threads, const char* what) {

@@ -20,8 +20,8 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::filesystem::path& mod
 }
 
 std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
-                                             uint64_t seed, int threads) {
-    return Model::synthetic(builtin_config(name), weights, seed, threads);
+                                             uint64_t seed, int threads, int act_bits) {
+    return Model::synthetic(builtin_config(name), weights, seed, threads, act_bits);
 }
 
 std::vector<std::string> synthetic_model_names() { return builtin_config_names(); }
@@ -32,6 +32,7 @@ const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer();
 WeightType model_weight_type(const Model& model) { return model.weight_type(); }
 size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
 bool model_native_weights(const Model& model) { return model.native_weights(); }
+int model_act_bits(const Model& model) { return model.act_bits(); }
 double model_load_seconds(const Model& model) { return model.load_seconds(); }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "staticlm/chat.hpp"
@@ -88,6 +90,15 @@ slm_status null_arg(const char* what) { return fail(SLM_ERR_INPUT, std::string("
 template <class T>
 T read_params(const T* p, const T& defaults, const char* name) {
     if (!p) return defaults;
+    if constexpr (std::is_same_v<T, slm_model_params>) {
+        // The struct before act_bits was added: its fields, act_bits default.
+        if (p->size == offsetof(slm_model_params, act_bits)) {
+            T r = defaults;
+            std::memcpy(static_cast<void*>(&r), p, p->size);
+            r.size = sizeof(T);
+            return r;
+        }
+    }
     if (p->size != sizeof(T))
         throw Error(ErrorKind::config, std::string(name) + ".size is " + std::to_string(p->size) +
                                            ", this library (C API " + std::to_string(SLM_API_VERSION) +
@@ -295,6 +306,7 @@ slm_model_params slm_model_default_params(void) {
     p.threads = 0;
     p.load_tokenizer = 1;
     p.prefer_tokenizer_json = 0;
+    p.act_bits = 8;
     return p;
 }
 
@@ -311,6 +323,7 @@ slm_status slm_model_load(const char* path, const slm_model_params* params, slm_
         else
             o.weights = weight_type_from_c(int(p.weights));
         o.threads = p.threads;
+        o.act_bits = p.act_bits;
         o.load_tokenizer = p.load_tokenizer != 0;
         o.prefer_tokenizer_json = p.prefer_tokenizer_json != 0;
         if (p.progress) {

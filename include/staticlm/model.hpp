@@ -28,7 +28,7 @@ std::string gguf_file_summary(const std::filesystem::path& file);
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::filesystem::path& model, bool prefer_json);
 // Deterministic random weights of a built-in shape (see synthetic_model_names()).
 std::shared_ptr<const Model> synthetic_model(const std::string& name, WeightType weights,
-                                             uint64_t seed, int threads);
+                                             uint64_t seed, int threads, int act_bits = 8);
 std::vector<std::string> synthetic_model_names();
 
 const ModelConfig& model_config(const Model& model);
@@ -40,6 +40,7 @@ const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic mod
 // are in (model_weight_usage has them all).
 WeightType model_weight_type(const Model& model);
 bool model_native_weights(const Model& model);
+int model_act_bits(const Model& model);  // LoadOptions::act_bits
 size_t model_weight_bytes(const Model& model);
 double model_load_seconds(const Model& model);
 // Multiply-adds of one token through every matmul (embedding lookups excluded,

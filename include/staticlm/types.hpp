@@ -53,6 +53,13 @@ struct LoadOptions {
     // as q5k, Q6_K as q6k (bit for bit), Q2_K/Q3_K as q8. The CLI sets it for a .gguf file unless
     // --weights says otherwise; the library's default is `weights`.
     bool native_weights = false;
+    // Activation precision of the integer formats (q8, q4, q5 and the GGUF
+    // layouts): 8 — int8 with a scale per 32 inputs, as llama.cpp's q8_0
+    // activations — or 16 — two int8 planes per input (256·q1 + q2), 2^8
+    // times finer, for one more dot step per weight (decode, which waits on
+    // memory, barely notices; prefill is compute-bound and runs on VNNI, not
+    // AMX, with it). The float formats ignore it. `--act-bits` in the CLI.
+    int act_bits = 8;
     int threads = 0;  // 0: the CPUs of this process's affinity set; at most max_threads()
     bool load_tokenizer = true;
     bool prefer_tokenizer_json = false;

@@ -5,6 +5,7 @@
  * usage: test_c_api SOURCE_DIR  (exit 0 ok, 1 failures; the tokenizer part
  * is skipped with a message when ../shared/data is absent) */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static void test_fixture(const char* src) {
     CHECK(model == NULL);
     mp.weights = SLM_WEIGHTS_F32;
     /* a params struct of another size */
-    mp.size = sizeof mp - 8;
+    mp.size = sizeof mp - 16;
     CHECK_ERR(slm_model_load(fixture, &mp, &model), SLM_ERR_CONFIG, "slm_model_params.size");
     mp.size = sizeof mp;
     /* thread counts are bounded */
@@ -200,6 +201,51 @@ static void test_fixture(const char* src) {
             CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
             CHECK(memcmp(first[0], first[2], sizeof first[0]) == 0);
         }
+        mp.weights = saved;
+    }
+    /* act_bits 16: the Q5_0 twin's native logits come within a sixteenth of
+     * the 8-bit activations' distance to the f32 path (the same weights,
+     * float activations); act_bits other than 8 and 16 is a config error. */
+    {
+        const char* q50 = path(src, "tests/fixtures/gguf/llama-tied.q5_0.gguf");
+        const slm_weights kinds[3] = {SLM_WEIGHTS_F32, SLM_WEIGHTS_NATIVE, SLM_WEIGHTS_NATIVE};
+        const int bits[3] = {8, 8, 16};
+        float out[3][256];
+        const slm_weights saved = mp.weights;
+        for (int i = 0; i < 3; ++i) {
+            slm_model* m = NULL;
+            slm_session* s = NULL;
+            const float* logits = NULL;
+            const int32_t ids[3] = {1, 5, 9};
+            mp.weights = kinds[i];
+            mp.act_bits = bits[i];
+            CHECK(slm_model_load(q50, &mp, &m) == SLM_OK);
+            if (!m) return;
+            CHECK(slm_model_vocab(m) == 256);
+            CHECK(slm_session_create(m, NULL, &s) == SLM_OK);
+            CHECK(s && slm_prefill(s, ids, 3, &logits) == SLM_OK && logits);
+            if (logits) memcpy(out[i], logits, sizeof out[i]);
+            slm_session_free(s);
+            slm_model_free(m);
+        }
+        float err8 = 0, err16 = 0;
+        for (int v = 0; v < 256; ++v) {
+            const float d8 = out[1][v] - out[0][v], d16 = out[2][v] - out[0][v];
+            if (d8 > err8 || -d8 > err8) err8 = d8 > 0 ? d8 : -d8;
+            if (d16 > err16 || -d16 > err16) err16 = d16 > 0 ? d16 : -d16;
+        }
+        CHECK(err8 > 0 && err16 < err8 / 16);
+        mp.act_bits = 7;
+        slm_model* m = NULL;
+        CHECK_ERR(slm_model_load(q50, &mp, &m), SLM_ERR_CONFIG, "act_bits 7");
+        CHECK(m == NULL);
+        /* A caller built before act_bits existed passes the shorter size: 8 bits. */
+        mp.size = offsetof(slm_model_params, act_bits);
+        CHECK(slm_model_load(q50, &mp, &m) == SLM_OK);
+        slm_model_free(m);
+        m = NULL;
+        mp.size = sizeof mp;
+        mp.act_bits = 8;
         mp.weights = saved;
     }
     mp.log = log_fn;

@@ -1263,6 +1263,13 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
     });
     row("threads 1000000 (synthetic)", ErrorKind::config, {"threads 1000000"},
         [&] { synthetic_model("tiny-llama", WeightType::f32, 1, 1000000); });
+    row("act_bits 12 (load)", ErrorKind::config, {"invalid act_bits 12: 8 or 16"}, [&] {
+        LoadOptions o = options();
+        o.act_bits = 12;
+        load_model(kFixture, o);
+    });
+    row("act_bits -1 (synthetic)", ErrorKind::config, {"invalid act_bits -1"},
+        [&] { synthetic_model("tiny-llama", WeightType::q8, 1, 1, -1); });
     auto sample_with = [&](auto&& edit) {
         GenerateOptions g;
         g.sampling.temperature = 1.0f;

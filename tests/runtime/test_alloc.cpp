@@ -90,9 +90,10 @@ struct Counting {
     long count() const { return g_allocs.load(); }
 };
 
-void check_no_allocation(const std::filesystem::path& dir, WeightType w) {
+void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act_bits = 8) {
     LoadOptions lo;
     lo.weights = w;
+    lo.act_bits = act_bits;
     lo.threads = 2;
     lo.load_tokenizer = false;
     auto model = Model::load(dir, lo);
@@ -142,6 +143,8 @@ TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
         check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }
+    check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q8, 16);
+    check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", WeightType::q4k, 16);
 }
 
 namespace {

@@ -18,9 +18,10 @@ using namespace staticlm;
 
 namespace {
 
-std::shared_ptr<const Model> load(const std::filesystem::path& dir, WeightType w) {
+std::shared_ptr<const Model> load(const std::filesystem::path& dir, WeightType w, int act_bits = 8) {
     LoadOptions lo;
     lo.weights = w;
+    lo.act_bits = act_bits;
     lo.threads = 2;
     lo.load_tokenizer = false;
     return Model::load(dir, lo);
@@ -85,9 +86,9 @@ double worst_peir(const std::vector<float>& a, const std::vector<float>& ref, in
 // a value that lands within reordering noise of an f16 rounding boundary can
 // go either way: one half-ulp step (5e-4 relative) in one element, so the f16
 // cache is held to 1e-4.
-void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvType kv, int T) {
+void check_split_invariance(const std::filesystem::path& dir, WeightType w, KvType kv, int T, int act_bits = 8) {
     const double budget = kv == KvType::f32 ? 1e-5 : 1e-4;
-    auto model = load(dir, w);
+    auto model = load(dir, w, act_bits);
     const int V = model->config().vocab;
     const std::vector<int> ids = sequence(T, V, 7);
     const Split whole{"whole", {T}, {16}, 8, T, {}};
@@ -113,6 +114,11 @@ TEST_CASE("split invariance: any prefill/append/decode split gives the same logi
         for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8, WeightType::q4, WeightType::q5,
                              WeightType::q4k, WeightType::q5k, WeightType::q6k, WeightType::q4a, WeightType::q5a})
             check_split_invariance(test::fixtures_dir() / name, w, KvType::f32, 40);
+    // 16-bit activations: prefill (two-plane VNNI tiles, also on AMX
+    // machines) and decode (both planes per weight load) agree as well.
+    for (const char* name : {"llama-gqa-llama3", "gemma4-e2b-like-causal"})
+        for (WeightType w : {WeightType::q8, WeightType::q4k, WeightType::q6k})
+            check_split_invariance(test::fixtures_dir() / name, w, KvType::f32, 40, 16);
     check_split_invariance(test::fixtures_dir() / "llama-tied", WeightType::f32, KvType::f16, 40);
     if (test::have_shared_data("stories260K split invariance"))
         for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8, WeightType::q4})

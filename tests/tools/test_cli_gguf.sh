@@ -57,6 +57,13 @@ for w in native q5 q8; do
 done
 check "q5_0 twin: native, q5 and q8 generate the same text" \
     bash -c "cmp -s '$tmp/q50_native.txt' '$tmp/q50_q5.txt' && cmp -s '$tmp/q50_native.txt' '$tmp/q50_q8.txt'"
+"$bin" info -m "$q50" --act-bits 16 >"$tmp/q50_a16.txt" 2>&1
+check "q5_0 twin: --act-bits 16 shown by info" grep -q "^weights      native, .* 16-bit activations" "$tmp/q50_a16.txt"
+"$bin" generate -m "$q50" -p "ab" -n 8 --temp 0 --act-bits 16 >"$tmp/q50_gen16.txt" 2>/dev/null
+check "q5_0 twin: generate --act-bits 16 printed text" test -s "$tmp/q50_gen16.txt"
+"$bin" info -m "$q50" --act-bits 12 >"$tmp/q50_a12.txt" 2>&1
+check "--act-bits 12: usage error (exit 2)" test $? -eq 2
+check "--act-bits 12: says 8 or 16" grep -q -- "--act-bits must be 8 or 16, got 12" "$tmp/q50_a12.txt"
 
 printf 'GGUF\003\000\000\000garbage' >"$tmp/bad.gguf"
 "$bin" generate -m "$tmp/bad.gguf" -p x >"$tmp/bad_out.txt" 2>"$tmp/bad_err.txt"

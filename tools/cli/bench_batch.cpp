@@ -80,7 +80,7 @@ int cmd_bench_batch(const Args& a) {
         name = a.str("model");
     } else {
         name = a.str("synthetic", "llama-3.2-1b");
-        model = synthetic_model(name, weight_type_from_args(a), 1, thread_list[0]);
+        model = synthetic_model(name, weight_type_from_args(a), 1, thread_list[0], act_bits_from_args(a));
     }
     const ModelConfig& c = model_config(*model);
     auto ids = [&](int n, int offset) {

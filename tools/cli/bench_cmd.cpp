@@ -65,7 +65,7 @@ int cmd_bench(const Args& a) {
         name = a.str("model");
     } else {
         name = a.str("synthetic", "llama-3.2-1b");
-        model = synthetic_model(name, weight_type_from_args(a), 1, load_threads);
+        model = synthetic_model(name, weight_type_from_args(a), 1, load_threads, act_bits_from_args(a));
     }
     const ModelConfig& c = model_config(*model);
     // The ratio of prefill is to the peak of the arithmetic the format's matmul
@@ -74,7 +74,8 @@ int cmd_bench(const Args& a) {
     const WeightType wtype = model_weight_type(*model);
     const bool int8 = weight_type_info(wtype).math == WeightMath::int8;
     const bool amx = kernel_target_name() == "avx512-amx";
-    const bool amx_int8 = amx && wtype == WeightType::q8;
+    const int act_bits = model_act_bits(*model);
+    const bool amx_int8 = amx && wtype == WeightType::q8 && act_bits == 8;  // 16-bit: on VNNI
     const bool amx_bf16 = amx && wtype == WeightType::bf16;
     const char* peak_name = amx_int8 ? "AMX int8" : amx_bf16 ? "AMX bf16" : int8 ? "int8" : "fp32";
     auto peak_of = [&](const MachineCeilings& m) {
@@ -131,7 +132,7 @@ int cmd_bench(const Args& a) {
     if (json) {  // one object per thread count
         for (const Run& r : runs)
             std::printf(
-                "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
+                "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", \"act_bits\": %d, "
                 "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gops\": %.1f, \"ratio_to_peak\": %.3f, \"peak\": \"%s\"}, "
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
@@ -139,7 +140,7 @@ int cmd_bench(const Args& a) {
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
                 "\"amx_int8_gops\": %.1f, \"amx_bf16_gflops\": %.1f}}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
-                kernel_target_name().c_str(), pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
+                kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
@@ -147,9 +148,9 @@ int cmd_bench(const Args& a) {
                 r.machine.amx_bf16_gflops);
         return 0;
     }
-    std::printf("model %s, weights %s (%.1f MiB), target %s\n", name.c_str(),
-                weight_type_name(model_weight_type(*model)),
-                double(model_weight_bytes(*model)) / 1048576.0, kernel_target_name().c_str());
+    std::printf("model %s, weights %s (%.1f MiB)%s, target %s\n", name.c_str(),
+                weight_type_name(model_weight_type(*model)), double(model_weight_bytes(*model)) / 1048576.0,
+                act_bits == 16 && int8 ? ", 16-bit activations" : "", kernel_target_name().c_str());
     for (const Run& r : runs) {
         std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS", r.threads,
                     r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);

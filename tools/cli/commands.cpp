@@ -14,6 +14,9 @@ std::vector<FlagSpec> operator+(std::vector<FlagSpec> a, const std::vector<FlagS
 }
 
 const char* const kWeightsDefault = "native for a .gguf file, else q8";
+const FlagSpec kActBits = {"act-bits", "", "8|16",
+                           "activations of the integer formats: int8, or two int8 planes (2^8 finer, slower prefill)",
+                           "8"};
 
 const FlagSpec kThreadsList = {"threads", "t", "N[,N...]",
                                "thread counts to measure, each in this one process (0: all CPUs)", "0"};
@@ -68,6 +71,7 @@ std::map<std::string, CommandSpec> make_specs() {
             std::vector<FlagSpec>{
                 {"synthetic", "", "NAME", "a built-in random-weight shape", "llama-3.2-1b"},
                 {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                kActBits,
                 kThreadsList,
                 {"pp", "", "N", "prompt tokens of the prefill", "512"},
                 {"tg", "", "N", "decoded tokens", "128"},
@@ -110,6 +114,7 @@ std::map<std::string, CommandSpec> make_specs() {
             std::vector<FlagSpec>{
                 {"reference", "", "FILE", "reference safetensors (tests/fixtures/*/reference.safetensors)", ""},
                 {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
                 {"prefill-buckets", "", "LIST", "prefill block sizes", "the prompt length"},
@@ -135,6 +140,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"file", "f", "FILE", "the text ('-': stdin; at most 64 MiB)", ""},
                 {"ctx", "", "N", "window in tokens", "min(max_position_embeddings, 512)"},
                 {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
             },
@@ -152,6 +158,7 @@ std::vector<FlagSpec> load_flags() {
     return {
         {"weights", "", "TYPE", "weight type after loading: q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)",
          kWeightsDefault},
+        kActBits,
         {"threads", "t", "N", "threads (0: all CPUs; at most 4 per CPU the process may use)", "0"},
         {"prefer-json", "", "", "use tokenizer.json when tokenizer.model exists too", ""},
     };

@@ -32,6 +32,8 @@ KvType parse_kv(const std::string& value, const std::string& flag);
 // says so, and it needs -m).
 WeightType weight_type_from_args(const Args& a);
 bool native_weights_from_args(const Args& a);
+// --act-bits: 8 (default) or 16 (LoadOptions::act_bits).
+int act_bits_from_args(const Args& a);
 // --threads N: 0 (all CPUs) .. max_threads(), checked with the flag's name.
 int threads_from_args(const Args& a);
 void check_threads_flag(int threads, const std::string& flag);

@@ -141,6 +141,7 @@ int cmd_verify(const Args& a) {
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
     lo.native_weights = native_weights_from_args(a);
+    lo.act_bits = act_bits_from_args(a);
     lo.threads = threads_from_args(a);
     lo.load_tokenizer = false;  // verify feeds ids
     const ReferenceData ref = read_reference(a.str("reference"));

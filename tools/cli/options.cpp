@@ -52,6 +52,12 @@ WeightType weight_type_from_args(const Args& a) {
     return WeightType::q8;  // per matrix: LoadOptions::native_weights
 }
 
+int act_bits_from_args(const Args& a) {
+    const int bits = a.integer("act-bits", 8);
+    if (bits != 8 && bits != 16) throw UsageError(a.spelled("act-bits") + " must be 8 or 16, got " + std::to_string(bits));
+    return bits;
+}
+
 void check_threads_flag(int threads, const std::string& flag) {
     if (threads < 0) throw UsageError(flag + " must be >= 0 (0: all CPUs), got " + std::to_string(threads));
     if (threads > max_threads())
@@ -109,12 +115,13 @@ std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     const int threads = threads_from_args(a);
     if (a.has("synthetic")) {
         if (a.has("model")) throw UsageError("give -m/--model or --synthetic, not both");
-        return synthetic_model(a.str("synthetic"), weight_type_from_args(a), 1, threads);
+        return synthetic_model(a.str("synthetic"), weight_type_from_args(a), 1, threads, act_bits_from_args(a));
     }
     if (!a.has("model")) throw UsageError("-m/--model DIR is required");
     LoadOptions lo;
     lo.weights = weight_type_from_args(a);
     lo.native_weights = native_weights_from_args(a);
+    lo.act_bits = act_bits_from_args(a);
     lo.threads = threads;
     lo.prefer_tokenizer_json = a.has("prefer-json");
     if (isatty(2)) lo.progress = progress_bar;

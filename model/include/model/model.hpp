@@ -26,13 +26,14 @@ public:
     // Deterministic random weights of the config's shapes (for benchmarks and
     // tests); no files, no tokenizer.
     static std::shared_ptr<const Model> synthetic(const ModelConfig& config, WeightType weights,
-                                                  uint64_t seed, int threads);
+                                                  uint64_t seed, int threads, int act_bits = 8);
 
     const ModelConfig& config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }
     // The format asked for (with --weights native: the one most bytes are in).
     WeightType weight_type() const { return weight_type_; }
     bool native_weights() const { return native_weights_; }
+    int act_bits() const { return act_bits_; }
     // Every format a matrix of this model is in, in format order.
     const std::vector<WeightType>& matrix_types() const { return matrix_types_; }
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
@@ -53,6 +54,7 @@ public:
     ModelWeights weights_;
     WeightType weight_type_ = WeightType::q8;
     bool native_weights_ = false;
+    int act_bits_ = 8;  // of every matrix (PackedMatrix::act_bits)
     std::vector<WeightType> matrix_types_;
     std::unique_ptr<Tokenizer> tokenizer_;
     Buffer arena_;

@@ -53,9 +53,10 @@ WeightType matrix_type(WeightRole role, WeightType type);
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type,
                     const std::vector<WeightType>* per_entry = nullptr);
 
-// Points lm_head at embed when the config is tied and keeps the plan in the
-// model (Model::plan()).
-void finish_weights(Model& model, std::vector<WeightEntry> plan);
+// Sets every matrix's act_bits (8 or 16, else Error(config)), points lm_head
+// at embed when the config is tied and keeps the plan in the model
+// (Model::plan()).
+void finish_weights(Model& model, std::vector<WeightEntry> plan, int act_bits);
 
 // Lays out the arena and converts every entry from its source tensor (shapes
 // and dtypes already checked): vectors/scalars here, matrices in parallel
@@ -71,6 +72,8 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
 // Throws Error(config) unless 0 <= threads <= max_threads(); `what` names the
 // setting ("load options", "configuration").
 void check_threads(int threads, const char* what);
+// LoadOptions::act_bits: 8 or 16, else Error(config).
+void check_act_bits(int act_bits);
 
 // Model::load of a GGUF file (model/gguf_loader.cpp).
 std::shared_ptr<const Model> load_gguf(const std::filesystem::path& file, const LoadOptions& options);
