@@ -270,6 +270,10 @@ constexpr bool kWide = vec::kRegisters >= 32;
 constexpr bool kScalarInt = kVecPerPanel > 2;
 constexpr int kMr = kWide ? 6 : kScalarInt ? 4 : 2;
 constexpr bool kTwoPanelTiles = kWide || kScalarInt;
+// 16-bit activations keep a second int32 sum per row and vector: 3 rows × 2
+// panels (AVX-512) = 6 + 6 sums + 6 fp32 totals + weights and broadcasts fit
+// the 32 registers, where 6 rows spilled; AVX2 keeps 2 rows × 1 panel.
+constexpr int kMr2 = kWide ? 3 : std::min(kMr, 2);
 // Unrolling all 8 quads of a group lets GCC hoist loads until 16 registers spill.
 constexpr int kUnrollQuads = kWide ? 8 : kScalarInt ? 1 : 2;
 // The tile's loops over rows, vectors and sub-groups are unrolled to keep the
@@ -424,7 +428,10 @@ struct TileArgs {
     int cols[2];         // valid output columns of each panel (1..16)
 };
 
-template <class W, int MR, int NP>
+// P: activation planes (1: 8-bit, 2: 16-bit), a template parameter so that
+// the 8-bit tiles keep every register for their own accumulators. 16-bit
+// tiles hold two int32 sums per row and vector: at most kMr2 rows.
+template <class W, int MR, int NP, int P>
 void tile(const TileArgs& t) {
     constexpr int NV = NP * kVecPerPanel;
     constexpr int QL = W::kQuadsPerLoad;
@@ -475,31 +482,26 @@ void tile(const TileArgs& t) {
                 }
             }
         };
-        const bool two = a.planes == 2;
 #pragma GCC unroll kUnrollRows
         for (int r = 0; r < MR; ++r) {
             const vec::I c = vec::iset1(W::acc_init(act + r * stride, a, g, s));
 #pragma GCC unroll kUnrollVecs
-            for (int v = 0; v < NV; ++v) acc[0][r][v] = c, acc[1][r][v] = vec::iset1(0);
+            for (int v = 0; v < NV; ++v) acc[0][r][v] = c;
         }
-        if (!two) {
+        if constexpr (P == 1) {
             steps.template operator()<1>(0);
-        } else if constexpr (MR == 1) {
-            // Decode: one weight load serves both planes (4 accumulators).
-            steps.template operator()<2>(0);
         } else {
-            // Prefill tiles have no registers for a second set: the weights
-            // are loaded again for the second plane.
-            std::swap(acc[0], acc[1]);
-            steps.template operator()<1>(0);
-            std::swap(acc[0], acc[1]);
-            steps.template operator()<1>(1);
-        }
-        if (two)
+#pragma GCC unroll kUnrollRows
+            for (int r = 0; r < MR; ++r)
+#pragma GCC unroll kUnrollVecs
+                for (int v = 0; v < NV; ++v) acc[1][r][v] = vec::iset1(0);
+            // One weight load serves both planes (tiles of at most kMr2 rows).
+            steps.template operator()<2>(0);
 #pragma GCC unroll kUnrollRows
             for (int r = 0; r < MR; ++r)
 #pragma GCC unroll kUnrollVecs
                 for (int v = 0; v < NV; ++v) acc[0][r][v] = vec::iadd(vec::shl8(acc[1][r][v]), acc[0][r][v]);
+        }
 #pragma GCC unroll kUnrollVecs
         for (int v = 0; v < NV; ++v) {
             const typename W::Scales sc = W::scales(blk[v / kVecPerPanel], g, s, v % kVecPerPanel);
@@ -691,9 +693,9 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
 #endif
 
 using TileFn = void (*)(const TileArgs&);
-template <class W, int NP, size_t... R>
+template <class W, int NP, int P, size_t... R>
 constexpr std::array<TileFn, sizeof...(R)> tiles_of(std::index_sequence<R...>) {
-    return {&tile<W, int(R) + 1, NP>...};
+    return {&tile<W, int(R) + 1, NP, P>...};
 }
 
 // Runs rows [0, mr) of a tile (mr <= kMr) on the panels in t.
@@ -707,12 +709,24 @@ void tile_rows(const TileArgs& t, int mr) {
             t1.y_off[0] = t.y_off[1];
             t1.cols[0] = t.cols[1];
             tile_rows<W, 1>(t1, mr);
+        } else if (t.a->planes == 1) {
+            tile<W, 1, 2, 1>(t);
         } else {
-            tile<W, 1, 2>(t);
+            tile<W, 1, 2, 2>(t);
         }
     } else {
-        static constexpr auto kTiles = tiles_of<W, NP>(std::make_index_sequence<kMr>{});
-        kTiles[size_t(mr - 1)](t);
+        static constexpr auto kTiles1 = tiles_of<W, NP, 1>(std::make_index_sequence<kMr>{});
+        static constexpr auto kTiles2 = tiles_of<W, NP, 2>(std::make_index_sequence<kMr2>{});
+        if (t.a->planes == 1) {
+            kTiles1[size_t(mr - 1)](t);
+            return;
+        }
+        for (int r = 0; r < mr; r += kMr2) {  // 16-bit: tiles of kMr2 rows
+            TileArgs tr = t;
+            tr.act = t.act + size_t(r) * t.a->stride;
+            tr.y = t.y + size_t(r) * t.ldy;
+            kTiles2[size_t(std::min(kMr2, mr - r) - 1)](tr);
+        }
     }
 }
 
