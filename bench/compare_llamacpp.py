@@ -2,8 +2,9 @@
 """llama.cpp and staticlm side by side on the same synthetic shapes, in one run.
 
 Writes GGUF files of a built-in synthetic shape (random weights of the same shapes and
-types as `staticlm bench --synthetic NAME`: Q8_0 for q8, F16 for f16; the values differ,
-which does not matter for speed), runs llama.cpp through llama-cpp-python (pp = one
+types as `staticlm bench --synthetic NAME`: Q8_0 for q8, F16 for f16, Q4_0 with the
+vocabulary matrix in Q8_0 for q4 (as staticlm's q4 keeps it); the values differ, which does
+not matter for speed), runs llama.cpp through llama-cpp-python (pp = one
 prompt of PP tokens from an empty context, tg = TG single-token steps, like llama-bench)
 and `staticlm bench --json` at the same thread count, and prints both tok/s and the ratio.
 The two run alternately for --rounds rounds (default 5); the ratio column is the median of
@@ -11,6 +12,7 @@ the per-round ratios, so slow drifts of the shared machine's bandwidth cancel ou
 
   /opt/slm-py/bin/python bench/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
   /opt/slm-py/bin/python bench/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
+  /opt/slm-py/bin/python bench/compare_llamacpp.py --weights q4  # Q4_0
 
 Needs `pip install gguf llama-cpp-python` in the venv (see docs/PERFORMANCE.md).
 GGUF files are cached in --workdir (default /tmp/staticlm-gguf) and reused.
@@ -56,7 +58,7 @@ def check_pinned():
 
 def pool(kind, rng, n=1 << 24):
     """A block of random bytes/values that tensors are tiled from (speed only needs shapes)."""
-    if kind == "q8":
+    if kind in ("q8", "q4"):
         q = rng.integers(-127, 128, size=n, dtype=np.int8).view(np.uint8)
         return q
     return (rng.standard_normal(n, dtype=np.float32) * 0.02).astype(np.float16)
@@ -72,12 +74,23 @@ def q8_0_bytes(rows, cols, qpool):
     return blocks.reshape(rows, nb * 34)
 
 
+def q4_0_bytes(rows, cols, qpool):
+    """[rows][cols] as Q4_0 blocks: 18 bytes per 32 values (a scale, 16 bytes of nibbles)."""
+    assert cols % QK8_0 == 0, cols
+    nb = cols // QK8_0
+    blocks = np.empty((rows, nb, 18), dtype=np.uint8)
+    blocks[:, :, 0:2] = np.frombuffer(np.float16(0.02 / 8).tobytes(), dtype=np.uint8)
+    blocks[:, :, 2:] = np.resize(qpool, (rows, nb, 16))
+    return blocks.reshape(rows, nb * 18)
+
+
 def write_gguf(path, shape_name, weights):
     import gguf
     s = SHAPES[shape_name]
     rng = np.random.default_rng(1)
     p = pool(weights, rng)
-    qtype = gguf.GGMLQuantizationType.Q8_0 if weights == "q8" else None
+    Q = gguf.GGMLQuantizationType
+    qtype = {"q8": Q.Q8_0, "q4": Q.Q4_0}.get(weights)
     w = gguf.GGUFWriter(path, "llama")
     w.add_name(f"staticlm-synthetic-{shape_name}")
     w.add_context_length(s["ctx"])
@@ -92,7 +105,8 @@ def write_gguf(path, shape_name, weights):
     w.add_rope_freq_base(s["rope_theta"])
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(s["vocab"])
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if weights == "q8" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type({"q8": gguf.LlamaFileType.MOSTLY_Q8_0, "q4": gguf.LlamaFileType.MOSTLY_Q4_0}.get(
+        weights, gguf.LlamaFileType.MOSTLY_F16))
     # A SentencePiece-style vocabulary of the right size (llama.cpp needs one to load).
     n_special = 3
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
@@ -105,9 +119,11 @@ def write_gguf(path, shape_name, weights):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
 
-    def mat(name, rows, cols):  # numpy [rows][cols] = GGUF ne = (cols, rows)
-        if qtype is not None:
-            w.add_tensor(name, q8_0_bytes(rows, cols, p), raw_dtype=qtype)
+    def mat(name, rows, cols, vocab=False):  # numpy [rows][cols] = GGUF ne = (cols, rows)
+        if qtype == Q.Q4_0 and not vocab:
+            w.add_tensor(name, q4_0_bytes(rows, cols, p), raw_dtype=qtype)
+        elif qtype is not None:  # Q8_0, and q4's vocabulary matrices
+            w.add_tensor(name, q8_0_bytes(rows, cols, p), raw_dtype=Q.Q8_0)
         else:
             w.add_tensor(name, np.resize(p, (rows, cols)))
 
@@ -115,7 +131,7 @@ def write_gguf(path, shape_name, weights):
         w.add_tensor(name, np.ones(n, dtype=np.float32))
 
     H, F, hd = s["hidden"], s["ffn"], s["head_dim"]
-    mat("token_embd.weight", s["vocab"], H)
+    mat("token_embd.weight", s["vocab"], H, vocab=True)
     for i in range(s["layers"]):
         norm(f"blk.{i}.attn_norm.weight", H)
         mat(f"blk.{i}.attn_q.weight", s["heads"] * hd, H)
@@ -128,7 +144,7 @@ def write_gguf(path, shape_name, weights):
         mat(f"blk.{i}.ffn_down.weight", H, F)
     norm("output_norm.weight", H)
     if not s["tied"]:
-        mat("output.weight", s["vocab"], H)
+        mat("output.weight", s["vocab"], H, vocab=True)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -190,7 +206,7 @@ def median(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default=None, choices=sorted(SHAPES))
-    ap.add_argument("--weights", default="q8,f16", help="comma list of q8, f16")
+    ap.add_argument("--weights", default="q8,f16", help="comma list of q8, f16, q4")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pp", type=int, default=None)
     ap.add_argument("--tg", type=int, default=None)
@@ -208,9 +224,9 @@ def main():
     os.makedirs(a.workdir, exist_ok=True)
     rows = []
     for wt in a.weights.split(","):
-        if wt not in ("q8", "f16"):
-            raise SystemExit(f"--weights: {wt} (only q8 and f16 have a llama.cpp twin here)")
-        gtype = "Q8_0" if wt == "q8" else "F16"
+        if wt not in ("q8", "f16", "q4"):
+            raise SystemExit(f"--weights: {wt} (only q8, f16 and q4 have a llama.cpp twin here)")
+        gtype = {"q8": "Q8_0", "q4": "Q4_0"}.get(wt, "F16")
         path = os.path.join(a.workdir, f"{shape}-{gtype}.gguf")
         if not os.path.exists(path):
             t0 = time.perf_counter()
