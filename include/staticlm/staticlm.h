@@ -120,8 +120,8 @@ typedef struct slm_model_params {
     slm_log_fn log;            /* NULL: silent. Used by this model and its sessions. */
     void* log_user_data;
     int act_bits;              /* 8; 16: the integer formats' activations as two int8
-                                  planes, 2^8 times finer (slower prefill). Added in
-                                  0.1.0: a size that ends before it is accepted (8). */
+                                  planes, 2^8 times finer (slower prefill). The last
+                                  field added: a size that ends before it loads at 8. */
 } slm_model_params;
 
 SLM_API slm_model_params slm_model_default_params(void);

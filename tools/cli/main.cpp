@@ -212,9 +212,13 @@ int cmd_info(const Args& a) {
     if (shared) std::printf("kv-shared    %d layers\n", shared);
     if (c.per_layer_dim) std::printf("per-layer    %d\n", c.per_layer_dim);
     std::printf("context      %d (max_position_embeddings)\n", c.max_position);
-    std::printf("weights      %s, %.1f MiB, %d-bit activations\n",
+    bool int_formats = false;  // activations are quantized for these only
+    for (const WeightTypeUsage& u : model_weight_usage(*model))
+        int_formats = int_formats || weight_type_info(u.type).math == WeightMath::int8;
+    std::printf("weights      %s, %.1f MiB%s\n",
                 model_native_weights(*model) ? "native" : weight_type_name(model_weight_type(*model)),
-                model_weight_bytes(*model) / 1048576.0, model_act_bits(*model));
+                model_weight_bytes(*model) / 1048576.0,
+                !int_formats ? "" : model_act_bits(*model) == 16 ? ", 16-bit activations" : ", 8-bit activations");
     for (const WeightTypeUsage& u : model_weight_usage(*model))
         std::printf("  %-10s %d matrices, %.1fM weights, %.1f MiB, %.4f bytes/weight\n",
                     weight_type_name(u.type), u.matrices, u.weights / 1e6, u.bytes / 1048576.0,
