@@ -64,24 +64,15 @@ def pool(kind, rng, n=1 << 24):
     return (rng.standard_normal(n, dtype=np.float32) * 0.02).astype(np.float16)
 
 
-def q8_0_bytes(rows, cols, qpool):
-    """[rows][cols] as Q8_0 blocks: 34 bytes per 32 values (scale 1/127 * 0.02)."""
+def blocks_bytes(rows, cols, qpool, scale, qbytes):
+    """[rows][cols] as ggml blocks of 32 values: an f16 scale then qbytes bytes of quants
+    (Q8_0: 32, Q4_0: 16 bytes of nibbles) tiled from qpool."""
     assert cols % QK8_0 == 0, cols
     nb = cols // QK8_0
-    blocks = np.empty((rows, nb, 34), dtype=np.uint8)
-    blocks[:, :, 0:2] = np.frombuffer(np.float16(0.02 / 127).tobytes(), dtype=np.uint8)
-    blocks[:, :, 2:] = np.resize(qpool, (rows, nb, 32))
-    return blocks.reshape(rows, nb * 34)
-
-
-def q4_0_bytes(rows, cols, qpool):
-    """[rows][cols] as Q4_0 blocks: 18 bytes per 32 values (a scale, 16 bytes of nibbles)."""
-    assert cols % QK8_0 == 0, cols
-    nb = cols // QK8_0
-    blocks = np.empty((rows, nb, 18), dtype=np.uint8)
-    blocks[:, :, 0:2] = np.frombuffer(np.float16(0.02 / 8).tobytes(), dtype=np.uint8)
-    blocks[:, :, 2:] = np.resize(qpool, (rows, nb, 16))
-    return blocks.reshape(rows, nb * 18)
+    blocks = np.empty((rows, nb, 2 + qbytes), dtype=np.uint8)
+    blocks[:, :, 0:2] = np.frombuffer(np.float16(scale).tobytes(), dtype=np.uint8)
+    blocks[:, :, 2:] = np.resize(qpool, (rows, nb, qbytes))
+    return blocks.reshape(rows, nb * (2 + qbytes))
 
 
 def write_gguf(path, shape_name, weights):
@@ -121,9 +112,9 @@ def write_gguf(path, shape_name, weights):
 
     def mat(name, rows, cols, vocab=False):  # numpy [rows][cols] = GGUF ne = (cols, rows)
         if qtype == Q.Q4_0 and not vocab:
-            w.add_tensor(name, q4_0_bytes(rows, cols, p), raw_dtype=qtype)
+            w.add_tensor(name, blocks_bytes(rows, cols, p, 0.02 / 8, 16), raw_dtype=qtype)
         elif qtype is not None:  # Q8_0, and q4's vocabulary matrices
-            w.add_tensor(name, q8_0_bytes(rows, cols, p), raw_dtype=Q.Q8_0)
+            w.add_tensor(name, blocks_bytes(rows, cols, p, 0.02 / 127, 32), raw_dtype=Q.Q8_0)
         else:
             w.add_tensor(name, np.resize(p, (rows, cols)))
 
