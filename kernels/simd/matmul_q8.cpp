@@ -386,23 +386,41 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
 // Packing one panel: quantize 16 source rows group by group into Q8Blocks.
 // ---------------------------------------------------------------------------
 
-void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+// The source walk every integer format's packing shares. A panel is units
+// of Unit k (a 32-k group block or a 256-k super-block) of UnitBytes each;
+// k is walked in chunks of kPackTile (8 groups, one super-block). For each
+// chunk (its units zeroed first when ZeroUnits) and r in [0, kPanelRows),
+// row(r, x, units, n_units): x is source row r's chunk as floats,
+// zero-padded to whole units, or nullptr for a padding row (r >= rows);
+// units the chunk's first unit.
+template <int Unit, size_t UnitBytes, bool ZeroUnits, class Row>
+void walk_panel(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst, Row&& row) {
+    static_assert(kPackTile % Unit == 0);
     alignas(64) float buf[kPackTile];
-    alignas(64) uint8_t qb[kQ8Group];
     const auto* s = static_cast<const std::byte*>(src);
     const size_t esize = st == SrcType::f32 ? 4 : 2;
     for (int c0 = 0; c0 < k; c0 += kPackTile) {
         const int len = std::min(kPackTile, k - c0);
-        const int n_groups = q8_groups(len);
-        std::byte* blocks = dst + size_t(c0 / kQ8Group) * kBlockBytes;
-        std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
+        const int n_units = (len + Unit - 1) / Unit;
+        std::byte* units = dst + size_t(c0 / Unit) * UnitBytes;
+        if constexpr (ZeroUnits) std::memset(units, 0, size_t(n_units) * UnitBytes);
+        std::fill(buf + len, buf + n_units * Unit, 0.0f);
         for (int r = 0; r < kPanelRows; ++r) {
             if (r < rows) src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+            row(r, r < rows ? static_cast<const float*>(buf) : nullptr, units, n_units);
+        }
+    }
+}
+
+void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
+    alignas(64) uint8_t qb[kQ8Group];
+    walk_panel<kQ8Group, kBlockBytes, false>(
+        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* blocks, int n_groups) {
             for (int g = 0; g < n_groups; ++g) {
                 std::byte* block = blocks + size_t(g) * kBlockBytes;
                 float sc = 0.0f;
-                if (r < rows)
-                    sc = quantize_weight_group(buf + g * kQ8Group, qb);
+                if (x)
+                    sc = quantize_weight_group(x + g * kQ8Group, qb);
                 else
                     std::memset(qb, 128, kQ8Group);  // padding row: q = 0
                 const uint16_t h = f32_to_f16(sc);   // exact: sc is a half already
@@ -410,8 +428,7 @@ void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std:
                 for (int j = 0; j < kQuads; ++j)  // q[k/4][16 rows][4]
                     std::memcpy(block + kQOff + size_t(j * kPanelRows + r) * 4, qb + 4 * j, 4);
             }
-        }
-    }
+        });
 }
 
 // ---------------------------------------------------------------------------
@@ -878,27 +895,18 @@ void matmul_int(const PackedMatrix& w, const float* x, size_t ldx, int m, float*
 template <size_t BlockBytes, float (*Quantize)(const float*, int8_t*),
           void (*Store)(std::byte*, int, const int8_t*, float)>
 void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
-    alignas(64) float buf[kPackTile];
     int8_t q[kQ8Group];
-    const auto* s = static_cast<const std::byte*>(src);
-    const size_t esize = st == SrcType::f32 ? 4 : 2;
-    for (int c0 = 0; c0 < k; c0 += kPackTile) {
-        const int len = std::min(kPackTile, k - c0);
-        const int n_groups = q8_groups(len);
-        std::byte* blocks = dst + size_t(c0 / kQ8Group) * BlockBytes;
-        std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
-        for (int r = 0; r < kPanelRows; ++r) {
-            if (r < rows) src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+    walk_panel<kQ8Group, BlockBytes, false>(
+        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* blocks, int n_groups) {
             for (int g = 0; g < n_groups; ++g) {
                 float sc = 0.0f;
-                if (r < rows)
-                    sc = Quantize(buf + g * kQ8Group, q);
+                if (x)
+                    sc = Quantize(x + g * kQ8Group, q);
                 else
                     std::memset(q, 0, sizeof q);  // padding row: q = 0
                 Store(blocks + size_t(g) * BlockBytes, r, q, sc);
             }
-        }
-    }
+        });
 }
 
 // q4a and q5a panels: each row's groups through the scalar quantize_q4a_group
@@ -906,25 +914,17 @@ void pack_panel_low_bit(SrcType st, const void* src, size_t ld, int rows, int k,
 template <size_t BlockBytes, void (*Quantize)(const float*, uint8_t*, uint16_t*, uint16_t*),
           void (*Store)(std::byte*, int, const uint8_t*, uint16_t, uint16_t)>
 void pack_panel_affine_g(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
-    alignas(64) float buf[kPackTile];
     uint8_t n[kQ8Group];
-    const auto* s = static_cast<const std::byte*>(src);
-    const size_t esize = st == SrcType::f32 ? 4 : 2;
-    for (int c0 = 0; c0 < k; c0 += kPackTile) {
-        const int len = std::min(kPackTile, k - c0);
-        const int n_groups = q8_groups(len);
-        std::byte* blocks = dst + size_t(c0 / kQ8Group) * BlockBytes;
-        std::memset(blocks, 0, size_t(n_groups) * BlockBytes);  // padding rows: n = 0, d = m = 0
-        std::fill(buf + len, buf + n_groups * kQ8Group, 0.0f);
-        for (int r = 0; r < rows; ++r) {
-            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+    // Units zeroed: padding rows keep n = 0, d = m = 0.
+    walk_panel<kQ8Group, BlockBytes, true>(
+        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* blocks, int n_groups) {
+            if (!x) return;
             for (int g = 0; g < n_groups; ++g) {
                 uint16_t d, m;
-                Quantize(buf + g * kQ8Group, n, &d, &m);
+                Quantize(x + g * kQ8Group, n, &d, &m);
                 Store(blocks + size_t(g) * BlockBytes, r, n, d, m);
             }
-        }
-    }
+        });
 }
 
 // q4k and q5k panels: each row's super-blocks through the scalar
@@ -933,44 +933,30 @@ template <size_t SuperBytes, void (*Quantize)(const float*, uint8_t*, uint8_t*, 
           void (*Store)(std::byte*, int, const uint8_t*, const uint8_t*, const uint8_t*, uint16_t, uint16_t)>
 void pack_panel_affine_k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
     static_assert(kPackTile == kQ4kSuper);
-    alignas(64) float buf[kQ4kSuper];
     uint8_t n[kQ4kSuper], sc[kQ4kGroups], m[kQ4kGroups];
-    const auto* s = static_cast<const std::byte*>(src);
-    const size_t esize = st == SrcType::f32 ? 4 : 2;
-    for (int c0 = 0; c0 < k; c0 += kQ4kSuper) {
-        const int len = std::min(kQ4kSuper, k - c0);
-        std::byte* super = dst + size_t(c0 / kQ4kSuper) * SuperBytes;
-        std::memset(super, 0, SuperBytes);  // padding rows: n = 0, scales 0
-        std::fill(buf + len, buf + kQ4kSuper, 0.0f);
-        for (int r = 0; r < rows; ++r) {
-            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+    // Units zeroed: padding rows keep n = 0, scales 0.
+    walk_panel<kQ4kSuper, SuperBytes, true>(
+        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* super, int) {
+            if (!x) return;
             uint16_t d, dmin;
-            Quantize(buf, n, sc, m, &d, &dmin);
+            Quantize(x, n, sc, m, &d, &dmin);
             Store(super, r, n, sc, m, d, dmin);
-        }
-    }
+        });
 }
 
 // q6k panels: each row's super-blocks through the scalar quantize_q6k_super.
 void pack_panel_q6k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
     static_assert(kPackTile == kQ6kSuper);
-    alignas(64) float buf[kQ6kSuper];
     uint8_t n[kQ6kSuper];
     int8_t sc[kQ6kSuper / kQ6kSub];
-    const auto* s = static_cast<const std::byte*>(src);
-    const size_t esize = st == SrcType::f32 ? 4 : 2;
-    for (int c0 = 0; c0 < k; c0 += kQ6kSuper) {
-        const int len = std::min(kQ6kSuper, k - c0);
-        std::byte* super = dst + size_t(c0 / kQ6kSuper) * sizeof(Q6kSuper);
-        std::memset(super, 0, sizeof(Q6kSuper));  // padding rows: scales 0
-        std::fill(buf + len, buf + kQ6kSuper, 0.0f);
-        for (int r = 0; r < rows; ++r) {
-            src_to_f32_row(st, s + (size_t(r) * ld + size_t(c0)) * esize, len, buf);
+    // Units zeroed: padding rows keep scales 0.
+    walk_panel<kQ6kSuper, sizeof(Q6kSuper), true>(
+        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* super, int) {
+            if (!x) return;
             uint16_t d;
-            quantize_q6k_super(buf, n, sc, &d);
+            quantize_q6k_super(x, n, sc, &d);
             detail::store_q6k_super(super, r, n, sc, d);
-        }
-    }
+        });
 }
 
 }  // namespace
