@@ -107,6 +107,9 @@ void print_ceilings(const Ceilings& c, bool quick) {
     if (c.bf16_gflops > 0) std::printf("  bf16 dot peak   %8.1f GFLOPS\n", c.bf16_gflops);
     else std::printf("  bf16 dot peak        n/a (no AVX512-BF16; bf16 ratios use fp32 peak)\n");
     if (c.amx_int8_gops > 0) std::printf("  AMX int8 peak   %8.1f GOPS\n", c.amx_int8_gops);
+    if (c.amx_int8_k32_gops > 0)
+        std::printf("  AMX int8, K=32  %8.1f GOPS   (32 bytes of K per product, as q8's groups)\n",
+                    c.amx_int8_k32_gops);
     if (c.amx_bf16_gflops > 0) std::printf("  AMX bf16 peak   %8.1f GFLOPS\n", c.amx_bf16_gflops);
     std::fflush(stdout);
 }
@@ -167,6 +170,12 @@ void print_summary(const SummaryReporter& rep, const Options& o) {
          "read bandwidth " + fmt("%.1f GB/s", c.read_gb_per_s));
     line("q8 " + big_m + " " + shape, "matmul/q8/" + shape + "/" + big_m, "GOPS", "ratio_peak",
          "int8 peak " + fmt("%.0f GOPS", c.int8_gops));
+    // On AMX the q8 matmul's ceiling is the tile unit at K = 32 per product.
+    const double q8_big = rep.get("matmul/q8/" + shape + "/" + big_m, "GOPS");
+    if (c.amx_int8_k32_gops > 0 && q8_big > 0 && kernels::best_target() == kernels::Target::avx512_amx)
+        std::printf("  %-44s %9.3f       of AMX int8 at K=32 (%.0f GOPS; %.3f of the full peak)\n",
+                    ("q8 " + big_m + " " + shape + " on AMX").c_str(), q8_big / c.amx_int8_k32_gops,
+                    c.amx_int8_k32_gops, q8_big / c.amx_int8_gops);
     line("f16 " + big_m + " " + shape, "matmul/f16/" + shape + "/" + big_m, "GOPS",
          "ratio_peak", "fp32 FMA peak " + fmt("%.0f GFLOPS", c.fp32_gflops));
     line("bf16 " + big_m + " " + shape, "matmul/bf16/" + shape + "/" + big_m, "GOPS",
@@ -252,6 +261,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("ceiling_fp32_gflops", fmt("%.1f", g_ceilings.fp32_gflops));
     benchmark::AddCustomContext("ceiling_bf16_gflops", fmt("%.1f", g_ceilings.bf16_gflops));
     benchmark::AddCustomContext("ceiling_amx_int8_gops", fmt("%.1f", g_ceilings.amx_int8_gops));
+    benchmark::AddCustomContext("ceiling_amx_int8_k32_gops",
+                                fmt("%.1f", g_ceilings.amx_int8_k32_gops));
     benchmark::AddCustomContext("ceiling_amx_bf16_gflops", fmt("%.1f", g_ceilings.amx_bf16_gflops));
 
     benchmark::Initialize(&argc, argv);

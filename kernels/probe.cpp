@@ -168,6 +168,9 @@ MachineCeilings measure_ceilings(int threads, bool quick, const std::string& isa
     // A tile iteration is 64 times a vector one's work.
     if (p.amx_int8)
         c.amx_int8_gops = measure_peak(p.amx_int8, iters / 64, p.amx_int8_ops, threads, quick);
+    if (p.amx_int8_k32)
+        c.amx_int8_k32_gops =
+            measure_peak(p.amx_int8_k32, iters / 64, p.amx_int8_k32_ops, threads, quick);
     if (p.amx_bf16)
         c.amx_bf16_gflops = measure_peak(p.amx_bf16, iters / 64, p.amx_bf16_ops, threads, quick);
     return c;

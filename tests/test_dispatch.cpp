@@ -49,6 +49,9 @@ TEST_CASE("avx512-amx exists exactly where the CPU and the OS grant AMX") {
     if (cpu.amx_bf16 && cpu.avx512_bf16) CHECK((amx.matmul_bf16 != plain.matmul_bf16));
     CHECK((amx.peaks.amx_int8 != nullptr));
     CHECK((plain.peaks.amx_int8 == nullptr));
+    CHECK((amx.peaks.amx_int8_k32 != nullptr));
+    CHECK((plain.peaks.amx_int8_k32 == nullptr));
+    CHECK(amx.peaks.amx_int8_k32_ops * 2 == amx.peaks.amx_int8_ops);  // half the K per product
     CHECK((amx.matmul_f16 == plain.matmul_f16));
 }
 

@@ -15,6 +15,9 @@ struct MachineCeilings {
     double fp32_gflops = 0;           // FMA counted as 2 flops
     double bf16_gflops = 0;           // 0 without AVX512-BF16
     double amx_int8_gops = 0;         // AMX-INT8 tile dot products; 0 without AMX
+    // The same with 32 bytes of K per product (one q8 group, whose scales end
+    // the sum there): each instruction takes as long as a full 64-byte one.
+    double amx_int8_k32_gops = 0;
     double amx_bf16_gflops = 0;       // AMX-BF16 tile dot products; 0 without AMX
     std::string isa;                  // which code path measured them
     int threads = 0;

@@ -102,18 +102,21 @@ SLM_NOINLINE int64_t vnni_avx512(int64_t iters) {
 // ---- AMX-INT8 peak ---------------------------------------------------------------
 // Full tiles: four 16 × 16 int32 accumulators (tmm0-3) from two 16 × 64-byte A
 // tiles and two 16-row B tiles (2 × 2 blocking, as a GEMM would), four
-// tdpbusd per iteration, each 16 · 16 · 64 multiply-adds.
-constexpr int kAmxMacsPerIter = 4 * 16 * 16 * 64;
+// tdpbusd per iteration, each 16 · 16 · KB multiply-adds. KB = 32 (A tiles 32
+// bytes wide, B tiles 8 rows) is the most a product can sum where every 32 k
+// have their own scales (q8): it measures what that costs.
+template <int KB>
+constexpr int kAmxMacsPerIter = 4 * 16 * 16 * KB;
 
 // One loop for both tile dot products: int8 (tdpbusd) or bf16 (tdpbf16ps,
 // half the multiply-adds per instruction).
-template <bool kBf16>
+template <bool kBf16, int KB = 64>
 SLM_NOINLINE int64_t amx_avx512(int64_t iters) {
     static const amx::TileConfig kConfig = [] {
         amx::TileConfig c;
         for (int i = 0; i < 8; ++i) {
-            c.rows[i] = 16;
-            c.colsb[i] = 64;
+            c.rows[i] = uint8_t(i >= 6 ? KB / 4 : 16);
+            c.colsb[i] = uint16_t(i == 4 || i == 5 ? KB : 64);
         }
         return c;
     }();
@@ -280,11 +283,13 @@ PeakLoops peak_loops(const CpuFeatures& cpu) {
 #if defined(STATICLM_AMX)
     if (cpu.amx_int8) {
         p.amx_int8 = amx_avx512<false>;
-        p.amx_int8_ops = 2.0 * kAmxMacsPerIter;
+        p.amx_int8_ops = 2.0 * kAmxMacsPerIter<64>;
+        p.amx_int8_k32 = amx_avx512<false, 32>;
+        p.amx_int8_k32_ops = 2.0 * kAmxMacsPerIter<32>;
     }
     if (cpu.amx_bf16) {
         p.amx_bf16 = amx_avx512<true>;
-        p.amx_bf16_ops = 2.0 * kAmxMacsPerIter / 2;
+        p.amx_bf16_ops = 2.0 * kAmxMacsPerIter<64> / 2;
     }
 #endif
 #elif STATICLM_TARGET == STATICLM_TARGET_AVX2 || STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI

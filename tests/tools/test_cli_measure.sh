@@ -96,6 +96,8 @@ contains '"threads": 2,'
 contains '"prefill": {"tokens": 16, "tok_per_s": '
 contains '"decode": {"tokens": 4, "tok_per_s": '
 contains '"machine": {"read_gb_per_s": '
+contains '"amx_int8_gops": '
+contains '"amx_int8_k32_gops": '
 expect 0 "bench text output with scaling" -- "$bin" bench --synthetic tiny-llama --weights f16 \
     --threads 1,2 --pp 8 --tg 2 --reps 1
 contains "model tiny-llama, weights f16"

@@ -138,14 +138,14 @@ int cmd_bench(const Args& a) {
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
-                "\"amx_int8_gops\": %.1f, \"amx_bf16_gflops\": %.1f}}\n",
+                "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
                 r.machine.int8_gops, r.machine.fp32_gflops, r.machine.amx_int8_gops,
-                r.machine.amx_bf16_gflops);
+                r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops);
         return 0;
     }
     std::printf("model %s, weights %s (%.1f MiB)%s, target %s\n", name.c_str(),
@@ -155,8 +155,8 @@ int cmd_bench(const Args& a) {
         std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS", r.threads,
                     r.machine.read_gb_per_s, r.machine.int8_gops, r.machine.fp32_gflops);
         if (r.machine.amx_int8_gops > 0)
-            std::printf(", AMX int8 %.0f GOPS, AMX bf16 %.0f GFLOPS", r.machine.amx_int8_gops,
-                        r.machine.amx_bf16_gflops);
+            std::printf(", AMX int8 %.0f GOPS (%.0f at K=32), AMX bf16 %.0f GFLOPS",
+                        r.machine.amx_int8_gops, r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops);
         std::printf("\n");
         std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
                     r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name);

@@ -196,8 +196,11 @@ struct PeakLoops {
     float (*bf16)(int64_t iters) = nullptr;    // bf16_ops per iteration (AVX512-BF16 only)
     // AMX-INT8 tile dot products (avx512-amx only), amx_int8_ops per iteration.
     int64_t (*amx_int8)(int64_t iters) = nullptr;
+    // The same tiles with K = 32 bytes per product, amx_int8_k32_ops per iteration.
+    int64_t (*amx_int8_k32)(int64_t iters) = nullptr;
     int64_t (*amx_bf16)(int64_t iters) = nullptr;  // AMX-BF16, amx_bf16_ops per iteration
-    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0, amx_int8_ops = 0, amx_bf16_ops = 0;
+    double int8_ops = 0, fp32_ops = 0, bf16_ops = 0, amx_int8_ops = 0, amx_int8_k32_ops = 0,
+           amx_bf16_ops = 0;
     const char* isa = "none";
 };
 
