@@ -106,11 +106,11 @@ int parse_spin_us(const char* text) {
 
 bool detail::StallGuard::note(int64_t now_ns, int64_t region_ns, int64_t max_lost_ns) {
     if (max_lost_ns > kStallMinNs && 2 * max_lost_ns > region_ns) {
-        if (++score_ < kStallsToShrink) return false;
-        score_ = 0;
         // Stalled again soon after a solo period: the load is still there,
-        // so stay solo longer before the next try.
-        const bool recurring = solo_until_ != 0 && now_ns - solo_until_ < kRecurNs;
+        // so go back at once and stay solo longer before the next try.
+        const bool recurring = probation(now_ns);
+        if (++score_ < kStallsToShrink && !recurring) return false;
+        score_ = 0;
         solo_ns_ = recurring ? std::min(2 * solo_ns_, kMaxShrinkNs) : kShrinkNs;
         solo_until_ = now_ns + solo_ns_;
         ++shrinks_;
@@ -237,7 +237,7 @@ struct Pool {
             fn = f;
             ctx = c;
             size = n;
-            measure = n > 1 && !fixed_team && (guard.watching() || region_count++ % kSampleEvery == 0);
+            measure = n > 1 && !fixed_team && (guard.watching(start) || region_count++ % kSampleEvery == 0);
             start_ns = start;
             done.value.store(0, std::memory_order_relaxed);
             for (int i = 1; i < n; ++i) {

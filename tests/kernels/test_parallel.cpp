@@ -129,7 +129,7 @@ TEST_CASE("parallel: STATICLM_SPIN_US accepts 0 .. 100000 µs and nothing else")
     CHECK(us <= 100000);
 }
 
-TEST_CASE("StallGuard: losses, not imbalance, start a solo period; it doubles while stalls recur") {
+TEST_CASE("StallGuard: losses, not imbalance, start a solo period; one stall on probation doubles it") {
     using G = kernels::detail::StallGuard;
     constexpr int64_t ms = 1'000'000;
     G g;
@@ -143,25 +143,31 @@ TEST_CASE("StallGuard: losses, not imbalance, start a solo period; it doubles wh
     CHECK_FALSE(g.solo(t));
     // A stall then a clean region cancel out; two stalls net start 200 ms solo.
     CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 6 * ms));
-    CHECK(g.watching());
+    CHECK(g.watching(t));
     CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 0));
-    CHECK_FALSE(g.watching());
+    CHECK_FALSE(g.watching(t));
     CHECK_FALSE(g.note(t += 10 * ms, 10 * ms, 6 * ms));
     CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
     CHECK(g.shrinks() == 1);
     CHECK(g.solo(t + G::kShrinkNs - 1));
     CHECK_FALSE(g.solo(t + G::kShrinkNs));
-    // Stalls again within 2 s of the end: 400 ms, then 800 ms, ... up to 12.8 s.
+    // For 2 s after a solo period every region is watched, and one stall
+    // starts the next period: 400 ms, then 800 ms, ... up to 12.8 s.
     int64_t period = G::kShrinkNs;
     for (int round = 0; round < 8; ++round) {
-        t = g.solo_until() + 100 * ms;
-        CHECK_FALSE(g.note(t, 10 * ms, 6 * ms));
+        t = g.solo_until();
+        CHECK_FALSE(g.watching(t - 1));
+        CHECK(g.watching(t));
+        CHECK(g.watching(t + 1999 * ms));
+        t += 100 * ms;
+        CHECK_FALSE(g.note(t, 10 * ms, 0));  // a clean region changes nothing
         CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
         period = std::min(2 * period, G::kMaxShrinkNs);
         CHECK(g.solo_until() == t + period);
     }
-    // A quiet spell longer than 2 s: back to 200 ms.
+    // A quiet spell longer than 2 s: no longer watched, two stalls again, 200 ms.
     t = g.solo_until() + 3000 * ms;
+    CHECK_FALSE(g.watching(t));
     CHECK_FALSE(g.note(t, 10 * ms, 6 * ms));
     CHECK(g.note(t += 10 * ms, 10 * ms, 6 * ms));
     CHECK(g.solo_until() == t + G::kShrinkNs);
