@@ -74,8 +74,9 @@ namespace detail {
 // ones) regions run on their caller alone for kShrinkNs; then the full team
 // is tried again, on probation for kRecurNs: every region is measured and
 // the first stalled one starts the next solo period, twice as long (up to
-// kMaxShrinkNs). Waiting for two stalls on sampled regions there cost the
-// busy-neighbour check of issue 15 about 5% of its decode speed.
+// kMaxShrinkNs). Waiting for two stalls on sampled regions there left the
+// busy-neighbour check of docs/PERFORMANCE.md at 0.93-0.98x of one thread's
+// decode on a 2-core Xeon (0.97-0.99x with the probation).
 class StallGuard {
 public:
     static constexpr int64_t kStallMinNs = 1'000'000;
