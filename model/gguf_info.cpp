@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "model/family.hpp"
 #include "model/gguf.hpp"
 #include "staticlm/error.hpp"
 
@@ -109,6 +110,10 @@ std::string gguf_summary(const GgufFile& file) {
         if (v && v->type != GgufType::array) s.append("  ").append(key).append(": ").append(scalar_text(*v)).append("\n");
     }
     try {
+        const std::string_view arch = file.get_string("general.architecture");
+        if (!find_gguf_family(arch))
+            throw Error(ErrorKind::unsupported, "architecture '" + std::string(arch) + "' is not supported (" +
+                                                    gguf_architectures_known() + " are)");
         const GgufModelInfo m = read_gguf_model_info(file);
         std::snprintf(line, sizeof line,
                       "  model: %s, %d layers, hidden %d, ffn %d, %d heads (%d kv) x %d, vocab %d, %s output\n",

@@ -49,16 +49,9 @@ WeightType native_weight_type(kernels::GgmlType t) {
 
 const FamilyDescriptor& gguf_family(const GgufFile& f) {
     const std::string_view arch = f.get_string("general.architecture");
-    std::string known;
-    for (const FamilyDescriptor* family : families()) {
-        if (!family->parse_gguf) continue;
-        for (std::string_view a : family->gguf_architectures) {
-            if (a == arch) return *family;
-            known += (known.empty() ? "" : ", ") + std::string(a);
-        }
-    }
+    if (const FamilyDescriptor* family = find_gguf_family(arch)) return *family;
     throw Error(ErrorKind::unsupported, f.key_where("general.architecture") + ": architecture '" + std::string(arch) +
-                                            "' is not supported (" + known + " are)");
+                                            "' is not supported (" + gguf_architectures_known() + " are)");
 }
 
 std::string ggml_shape(const WeightEntry& e) {
@@ -195,7 +188,8 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             *e.scalar = v[0];
         } else {
             float* dst = const_cast<float*>(*e.vector);
-            for (size_t j = 0; j < v.size(); ++j) dst[j] = v[j] + c.norm_weight_offset;
+            const float offset = e.norm ? c.norm_weight_offset : 0.0f;
+            for (size_t j = 0; j < v.size(); ++j) dst[j] = v[j] + offset;
         }
     }
 

@@ -1,10 +1,11 @@
 // What a GGUF file says about its model, checked for consistency before any
 // weight is touched: the architecture's hyperparameter keys (bounded like
-// config.json values), the vocabulary size against token_embd, and the name
-// and shape of every tensor a layer needs (for the architectures with uniform
-// layers: llama, gemma3); and the ModelConfig fields those families' GGUF
-// forms share (gguf_base_config). Model::load of .gguf files:
-// model/gguf_loader.cpp.
+// config.json values), the vocabulary size against token_embd and the output
+// head's shape; and the ModelConfig fields the GGUF forms of families with
+// uniform layers share (gguf_base_config). Which architectures load is the
+// families' business (FamilyDescriptor::gguf_architectures), and every layer
+// tensor is checked by name and shape against the weight plan at load
+// (model/gguf_loader.cpp).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -22,16 +23,6 @@ constexpr uint64_t kMaxDim = uint64_t{1} << 20;  // as model/config.cpp
 constexpr uint64_t kMaxVocab = uint64_t{1} << 24;
 constexpr uint64_t kMaxLayers = 4096;
 constexpr uint64_t kMaxHeads = 4096;
-
-struct Arch {
-    const char* name;
-    bool qk_norm;         // attn_q_norm / attn_k_norm per layer
-    bool sandwich_norms;  // post_attention_norm, post_ffw_norm
-};
-constexpr Arch kArchs[] = {
-    {"llama", false, false},
-    {"gemma3", true, true},
-};
 
 std::string shape(std::initializer_list<int64_t> ne) {
     std::string s = "[";
@@ -62,15 +53,6 @@ void expect_tensor(const GgufFile& f, const std::string& name, std::initializer_
 GgufModelInfo read_gguf_model_info(const GgufFile& f) {
     GgufModelInfo m;
     m.architecture = std::string(f.get_string("general.architecture"));
-    const Arch* arch = nullptr;
-    for (const Arch& a : kArchs)
-        if (m.architecture == a.name) arch = &a;
-    if (!arch) {
-        std::string known;
-        for (const Arch& a : kArchs) known += std::string(known.empty() ? "" : ", ") + a.name;
-        throw Error(ErrorKind::unsupported, f.key_where("general.architecture") + ": architecture '" +
-                                                m.architecture + "' is not supported (" + known + " are)");
-    }
     const std::string p = m.architecture + ".";
     auto bounded = [&](const std::string& key, uint64_t lo, uint64_t hi) {
         const uint64_t v = f.get_uint(key, hi);
@@ -144,26 +126,6 @@ GgufModelInfo read_gguf_model_info(const GgufFile& f) {
     m.tied = !f.find_tensor("output.weight");
     expect_tensor(f, "output.weight", {H, V}, true);
     expect_tensor(f, "rope_freqs.weight", {m.head_dim / 2}, true);
-    for (int il = 0; il < m.n_layers; ++il) {
-        const std::string b = "blk." + std::to_string(il) + ".";
-        expect_tensor(f, b + "attn_norm.weight", {H});
-        expect_tensor(f, b + "attn_q.weight", {H, q});
-        expect_tensor(f, b + "attn_k.weight", {H, kv});
-        expect_tensor(f, b + "attn_v.weight", {H, kv});
-        expect_tensor(f, b + "attn_output.weight", {q, H});
-        expect_tensor(f, b + "ffn_norm.weight", {H});
-        expect_tensor(f, b + "ffn_gate.weight", {H, F});
-        expect_tensor(f, b + "ffn_up.weight", {H, F});
-        expect_tensor(f, b + "ffn_down.weight", {F, H});
-        if (arch->qk_norm) {
-            expect_tensor(f, b + "attn_q_norm.weight", {m.head_dim});
-            expect_tensor(f, b + "attn_k_norm.weight", {m.head_dim});
-        }
-        if (arch->sandwich_norms) {
-            expect_tensor(f, b + "post_attention_norm.weight", {H});
-            expect_tensor(f, b + "post_ffw_norm.weight", {H});
-        }
-    }
     return m;
 }
 

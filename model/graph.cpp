@@ -129,12 +129,11 @@ void per_layer_inputs(const Model& model, const kernels::KernelTable& kt, Worksp
     if (a.dump) a.dump("per_layer_inputs", -1, ws.ple, a.t, n, ws.ld_ple);
 }
 
-// Attention of rows that are independent sequences (ForwardArgs::seqs), from
-// the normed input ws.xn to the residual add: the projections run on all rows
-// at once (one matmul per weight), RoPE, the K/V store and attention run per
-// row with that row's position and cache — the calls of a one-row decode.
-void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
-                    const ForwardArgs& a, int il) {
+// The attention prologue that the solo and batched paths share, from the
+// normed rows ws.xn: q (and k, v for a layer that owns its K/V) in one fused
+// call, the projection biases, the q/k/v norms. RoPE and the cache store
+// follow per block or per row.
+void project_qkv(const Model& model, const kernels::KernelTable& kt, Workspace& ws, const ForwardArgs& a, int il) {
     const ModelConfig& c = model.config();
     const LayerConfig& lc = c.layers[size_t(il)];
     const LayerWeights& lw = model.weights().layers[size_t(il)];
@@ -144,18 +143,74 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
     const size_t ldkv = size_t(lc.n_kv_heads) * size_t(hd);
     const bool owns = lc.kv_source == il;
 
-    kernels::matmul(kt, lw.q, ws.xn, h, t, ws.q, ldq, ws.matmul_scratch, a.n_threads);
-    if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
-    if (owns) {
-        kernels::matmul(kt, lw.k, ws.xn, h, t, ws.k, ldkv, ws.matmul_scratch, a.n_threads);
-        if (lc.k_eq_v)
-            std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
-        else
-            kernels::matmul(kt, lw.v, ws.xn, h, t, ws.v, ldkv, ws.matmul_scratch, a.n_threads);
-        const int rows = t * lc.n_kv_heads;
-        if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
-        if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
+    // Layers that reuse another layer's K/V project q only; k_eq_v layers have no v.
+    const kernels::MatmulOut qkv[3] = {{&lw.q, ws.q, ldq}, {&lw.k, ws.k, ldkv}, {&lw.v, ws.v, ldkv}};
+    const int n_proj = !owns ? 1 : lc.k_eq_v ? 2 : 3;
+    matmul_fused(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
+    if (lc.qkv_bias) {
+        const float* bias[3] = {lw.q_bias, lw.k_bias, lw.v_bias};
+        for (int j = 0; j < n_proj; ++j)
+            for (int i = 0; i < t; ++i) kt.add(qkv[j].y + size_t(i) * qkv[j].ldy, bias[j], qkv[j].ldy);
     }
+    if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
+    if (!owns) return;
+    if (lc.k_eq_v) std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
+    const int rows = t * lc.n_kv_heads;
+    if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
+    if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
+}
+
+// The attention arguments of `t` query rows at ws.q + row * ldq from
+// position pos0 over layer il's cache view, output at `out`.
+kernels::AttentionArgs attention_args(const LayerConfig& lc, const KvView& kv, const float* q, float* out, int t,
+                                      int pos0) {
+    const size_t ldq = size_t(lc.n_heads) * size_t(lc.head_dim);
+    kernels::AttentionArgs aa;
+    aa.q = q;
+    aa.ldq = ldq;
+    aa.k = kv.k;
+    aa.v = kv.v;
+    aa.kv_type = kv.type;
+    aa.n_slots = kv.n_slots;
+    aa.out = out;
+    aa.ldo = ldq;
+    aa.t = t;
+    aa.pos0 = pos0;
+    aa.n_heads = lc.n_heads;
+    aa.n_kv_heads = lc.n_kv_heads;
+    aa.head_dim = lc.head_dim;
+    aa.window = lc.window;
+    aa.scale = lc.attn_scale;
+    return aa;
+}
+
+// The attention output projection, the optional sandwich norm and the residual add.
+void attention_epilogue(const Model& model, const kernels::KernelTable& kt, Workspace& ws, const ForwardArgs& a,
+                        int il) {
+    const ModelConfig& c = model.config();
+    const LayerConfig& lc = c.layers[size_t(il)];
+    const LayerWeights& lw = model.weights().layers[size_t(il)];
+    const int t = a.t;
+    const size_t h = size_t(c.hidden);
+    kernels::matmul(kt, lw.o, ws.attn, size_t(lc.n_heads) * size_t(lc.head_dim), t, ws.tmp, h, ws.matmul_scratch,
+                    a.n_threads);
+    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
+    if (a.dump) a.dump("attn_out", il, ws.tmp, t, c.hidden, h);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
+// Attention of rows that are independent sequences (ForwardArgs::seqs): the
+// projections run on all rows at once, RoPE, the K/V store and attention run
+// per row with that row's position and cache — the calls of a one-row decode.
+void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspace& ws,
+                    const ForwardArgs& a, int il) {
+    const LayerConfig& lc = model.config().layers[size_t(il)];
+    const int t = a.t, hd = lc.head_dim;
+    const size_t ldq = size_t(lc.n_heads) * size_t(hd);
+    const size_t ldkv = size_t(lc.n_kv_heads) * size_t(hd);
+    const bool owns = lc.kv_source == il;
+
+    project_qkv(model, kt, ws, a, il);
     // Row i: RoPE at its position, its K/V into its cache, attention over that
     // cache, with `threads` threads and attention scratch `scratch`.
     auto row = [&](int i, std::byte* scratch, int threads) {
@@ -168,24 +223,7 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
             kt.rope(k, ldkv, 1, lc.n_kv_heads, hd, pos, lc.inv_freq.data());
             cache.store(kt, il, pos, 1, k, ws.v + size_t(i) * ldkv, ldkv);
         }
-        const KvView& kv = cache.view(il);
-        kernels::AttentionArgs aa;
-        aa.q = q;
-        aa.ldq = ldq;
-        aa.k = kv.k;
-        aa.v = kv.v;
-        aa.kv_type = kv.type;
-        aa.n_slots = kv.n_slots;
-        aa.out = ws.attn + size_t(i) * ldq;
-        aa.ldo = ldq;
-        aa.t = 1;
-        aa.pos0 = pos;
-        aa.n_heads = lc.n_heads;
-        aa.n_kv_heads = lc.n_kv_heads;
-        aa.head_dim = hd;
-        aa.window = lc.window;
-        aa.scale = lc.attn_scale;
-        kt.attention(aa, scratch, threads);
+        kt.attention(attention_args(lc, cache.view(il), q, ws.attn + size_t(i) * ldq, 1, pos), scratch, threads);
     };
     // A one-row attention gives the same bits on one thread as on n_threads
     // unless it has fewer query heads than threads (then the kernel splits the
@@ -200,9 +238,7 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
             row(i, ws.attn_scratch + size_t(team.tid()) * per_thread, 1);
         });
     }
-    kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
-    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
-    kt.add(ws.x, ws.tmp, size_t(t) * h);
+    attention_epilogue(model, kt, ws, a, il);
 }
 
 void attention_block(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
@@ -214,7 +250,6 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
     const size_t h = size_t(c.hidden);
     const size_t ldq = size_t(lc.n_heads) * size_t(hd);
     const size_t ldkv = size_t(lc.n_kv_heads) * size_t(hd);
-    const bool owns = lc.kv_source == il;
 
     kt.rmsnorm(ws.x, h, t, c.hidden, lw.attn_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("attn_norm", il, ws.xn, t, c.hidden, h);
@@ -223,20 +258,10 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
         return;
     }
 
-    // q, k and v read the same normed rows: one fused call (x converted once,
-    // one parallel region); layers that reuse another layer's K/V project q only.
-    const kernels::MatmulOut qkv[3] = {{&lw.q, ws.q, ldq}, {&lw.k, ws.k, ldkv}, {&lw.v, ws.v, ldkv}};
-    const int n_proj = !owns ? 1 : lc.k_eq_v ? 2 : 3;
-    matmul_fused(kt, qkv, n_proj, ws.xn, h, t, ws.matmul_scratch, a.n_threads);
-    if (lc.qk_norm) kt.rmsnorm(ws.q, size_t(hd), t * lc.n_heads, hd, lw.q_norm, c.rms_eps, ws.q, size_t(hd));
+    project_qkv(model, kt, ws, a, il);
     kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
     if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
-
-    if (owns) {
-        if (lc.k_eq_v) std::memcpy(ws.v, ws.k, size_t(t) * ldkv * sizeof(float));
-        const int rows = t * lc.n_kv_heads;
-        if (lc.qk_norm) kt.rmsnorm(ws.k, size_t(hd), rows, hd, lw.k_norm, c.rms_eps, ws.k, size_t(hd));
-        if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
+    if (lc.kv_source == il) {
         kt.rope(ws.k, ldkv, t, lc.n_kv_heads, hd, a.pos0, lc.inv_freq.data());
         if (a.dump) {
             a.dump("k", il, ws.k, t, int(ldkv), ldkv);
@@ -244,31 +269,9 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
         }
         cache.store(kt, il, a.pos0, t, ws.k, ws.v, ldkv);
     }
-
-    const KvView& kv = cache.view(il);
-    kernels::AttentionArgs aa;
-    aa.q = ws.q;
-    aa.ldq = ldq;
-    aa.k = kv.k;
-    aa.v = kv.v;
-    aa.kv_type = kv.type;
-    aa.n_slots = kv.n_slots;
-    aa.out = ws.attn;
-    aa.ldo = ldq;
-    aa.t = t;
-    aa.pos0 = a.pos0;
-    aa.n_heads = lc.n_heads;
-    aa.n_kv_heads = lc.n_kv_heads;
-    aa.head_dim = hd;
-    aa.window = lc.window;
-    aa.scale = lc.attn_scale;
-    kt.attention(aa, ws.attn_scratch, a.n_threads);
+    kt.attention(attention_args(lc, cache.view(il), ws.q, ws.attn, t, a.pos0), ws.attn_scratch, a.n_threads);
     if (a.dump) a.dump("attn", il, ws.attn, t, int(ldq), ldq);
-
-    kernels::matmul(kt, lw.o, ws.attn, ldq, t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
-    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
-    if (a.dump) a.dump("attn_out", il, ws.tmp, t, c.hidden, h);
-    kt.add(ws.x, ws.tmp, size_t(t) * h);
+    attention_epilogue(model, kt, ws, a, il);
 }
 
 void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws,

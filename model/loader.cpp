@@ -254,10 +254,10 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         if (e.kind == WeightEntry::Kind::scalar) {
             *e.scalar = v[0];
         } else {
-            // Every vector weight is an RMSNorm weight: (offset + w) once, here.
+            // An RMSNorm weight gets (offset + w) once, here; a bias stays as stored.
             float* dst = const_cast<float*>(*e.vector);
             std::memcpy(dst, v.data(), v.size() * sizeof(float));
-            if (model.config_.norm_weight_offset != 0.0f)
+            if (e.norm && model.config_.norm_weight_offset != 0.0f)
                 for (size_t j = 0; j < v.size(); ++j) dst[j] += model.config_.norm_weight_offset;
         }
     }

@@ -112,7 +112,7 @@ std::shared_ptr<const Model> Model::synthetic(const ModelConfig& config, WeightT
         if (e.kind == WeightEntry::Kind::scalar) {
             *e.scalar = 1.0f;
         } else if (e.kind == WeightEntry::Kind::vector) {
-            std::fill_n(const_cast<float*>(*e.vector), e.n, 1.0f);
+            std::fill_n(const_cast<float*>(*e.vector), e.n, e.norm ? 1.0f : 0.0f);  // norms 1, biases 0
         } else {
             const int rows = detail::chunk_rows(e.k, sizeof(float));
             for (int n0 = 0; n0 < e.n; n0 += rows) tasks.push_back({i, n0, std::min(e.n, n0 + rows)});

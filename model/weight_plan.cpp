@@ -33,7 +33,14 @@ struct Planner {
         e.matrix = m;
         e.matmul = matmul;
     }
+    // An RMSNorm weight (multiplies; gets the config's norm_weight_offset).
     void vector(WeightRole role, int layer, const LayerConfig* lc, int n, const float** v) {
+        WeightEntry& e = add(WeightEntry::Kind::vector, role, layer, lc, n, 0);
+        e.vector = v;
+        e.norm = true;
+    }
+    // A bias (added as stored).
+    void bias(WeightRole role, int layer, const LayerConfig* lc, int n, const float** v) {
         add(WeightEntry::Kind::vector, role, layer, lc, n, 0).vector = v;
     }
     void scalar(WeightRole role, int layer, const LayerConfig* lc, float* s) {
@@ -70,6 +77,13 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
             pl.matrix(WeightRole::k, il, l, kv_dim, H, &lw.k);
             if (!lc.k_eq_v) pl.matrix(WeightRole::v, il, l, kv_dim, H, &lw.v);
         }
+        if (lc.qkv_bias) {
+            pl.bias(WeightRole::q_bias, il, l, q_dim, &lw.q_bias);
+            if (owns_kv) {
+                pl.bias(WeightRole::k_bias, il, l, kv_dim, &lw.k_bias);
+                if (!lc.k_eq_v) pl.bias(WeightRole::v_bias, il, l, kv_dim, &lw.v_bias);
+            }
+        }
         pl.matrix(WeightRole::o, il, l, H, q_dim, &lw.o);
         if (lc.qk_norm) {
             pl.vector(WeightRole::q_norm, il, l, lc.head_dim, &lw.q_norm);
@@ -100,7 +114,8 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
     for (int il = 0; il < c.n_layers; ++il) {
         const LayerConfig& lc = c.layers[size_t(il)];
         if (lc.kv_source == il) continue;
-        for (WeightRole r : {WeightRole::k, WeightRole::v, WeightRole::k_norm}) out.push_back(names(r, il, &lc));
+        for (WeightRole r : {WeightRole::k, WeightRole::v, WeightRole::k_norm, WeightRole::k_bias, WeightRole::v_bias})
+            out.push_back(names(r, il, &lc));
     }
     return out;
 }

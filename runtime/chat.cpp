@@ -66,7 +66,7 @@ std::string expand(std::string_view text, std::string_view content, std::string_
 std::string opening(const ChatTemplate& t, const ChatOptions& o) {
     std::string out(t.bos);
     if (!t.system_in_first_user && (!o.system.empty() || t.always_system))
-        out += expand(t.system, content_of(t, o.system), o.date);
+        out += expand(t.system, content_of(t, o.system.empty() ? t.default_system : o.system), o.date);
     return out;
 }
 
@@ -77,7 +77,36 @@ std::string user_turn(const ChatTemplate& t, std::string_view content, bool firs
     return expand(t.user, content_of(t, content), o.date, system);
 }
 
+// What add_generation_prompt appends.
+std::string generation_prompt(const ChatTemplate& t, const ChatOptions& o) {
+    std::string out(t.generation_prompt);
+    if (!o.thinking) out += t.no_thinking;
+    return out;
+}
+
+// A reply after its reasoning block: from the end of think_close on, leading
+// newlines dropped (Qwen3's template: content.split('</think>')[-1].lstrip('\n')).
+std::string_view after_thinking(const ChatTemplate& t, std::string_view content) {
+    if (t.think_close.empty()) return content;
+    const size_t close = content.rfind(t.think_close);
+    if (close == std::string_view::npos) return content;
+    content.remove_prefix(close + t.think_close.size());
+    while (!content.empty() && content.front() == '\n') content.remove_prefix(1);
+    return content;
+}
+
 }  // namespace
+
+std::string strip_thinking(ChatFormat format, std::string_view text) {
+    const ChatTemplate& t = format.chat_template();
+    if (t.think_close.empty()) return std::string(text);
+    if (text.find(t.think_close) == std::string_view::npos) {
+        // An unclosed block (generation stopped inside it) is all reasoning.
+        const std::string_view lead = trim(text);
+        return lead.starts_with(t.think_open) ? std::string() : std::string(text);
+    }
+    return std::string(after_thinking(t, text));
+}
 
 const char* chat_format_name(ChatFormat format) { return format.chat_template().name; }
 
@@ -127,20 +156,25 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
         first = 1;
     }
     std::string out = opening(t, o);
+    size_t last_user = first;
+    for (size_t i = first; i < messages.size(); ++i)
+        if (messages[i].role == "user") last_user = i;
     for (size_t i = first; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "user") {
             if (i > first) out += t.user_separator;
             out += user_turn(t, m.content, i == first, o);
         } else if (m.role == "assistant") {
-            out += std::string(t.assistant) + std::string(content_of(t, m.content)) + std::string(t.end_of_turn) +
+            // Replies before the last user turn lose their reasoning (Qwen3).
+            const std::string_view content = i < last_user ? after_thinking(t, m.content) : m.content;
+            out += std::string(t.assistant) + std::string(content_of(t, content)) + std::string(t.end_of_turn) +
                    std::string(t.after_turn);
         } else {
             throw Error(ErrorKind::input, "unknown chat role '" + m.role + "' in message " +
                                               std::to_string(i));
         }
     }
-    if (add_generation_prompt) out += t.generation_prompt;
+    if (add_generation_prompt) out += generation_prompt(t, o);
     return out;
 }
 
@@ -162,7 +196,7 @@ std::vector<int> Chat::turn_ids(std::string_view user) const {
         text += t.after_turn;
         text += t.user_separator;
     }
-    text += user_turn(t, user, first, options_) + std::string(t.generation_prompt);
+    text += user_turn(t, user, first, options_) + generation_prompt(t, options_);
     const std::vector<int> encoded = tokenizer_.encode(text, /*add_special=*/false);
     ids.insert(ids.end(), encoded.begin(), encoded.end());
     return ids;

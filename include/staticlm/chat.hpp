@@ -41,6 +41,7 @@ struct ChatMessage {
 struct ChatOptions {
     std::string system;               // empty: no system text (Llama 3 still has its block)
     std::string date = "26 Jul 2024";  // Llama 3 "Today Date" (explicit for reproducibility)
+    bool thinking = true;              // enable_thinking: false opens replies with an empty thought block (Qwen3)
 };
 
 // The format named by a checkpoint's chat template (tokenizer_config.json
@@ -50,6 +51,13 @@ struct ChatOptions {
 // directory, more than 64 MiB, invalid JSON) is an Error naming it.
 ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
 ChatFormat chat_format_from_template(std::string_view template_text);
+
+// `text` without the reasoning block that a reasoning model's reply opens with
+// (ChatTemplate::think_open .. think_close and the blank lines after it); a
+// reply whose block never closed is all reasoning (empty result). Unchanged
+// for templates without thinking tags or text without the close tag and
+// without a leading open tag.
+std::string strip_thinking(ChatFormat format, std::string_view text);
 
 // The whole conversation as text, as apply_chat_template(add_generation_prompt) renders it.
 std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,

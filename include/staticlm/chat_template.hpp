@@ -21,12 +21,20 @@ struct ChatTemplate {
     // The system text is no turn of its own: `system` (expanded) replaces {system}
     // in the first user turn (Gemma 3); {system} is empty in every other turn.
     bool system_in_first_user = false;
+    std::string_view default_system{};  // the system text of an always_system turn when none is given (Qwen2.5)
     std::string_view user{};         // a whole user turn
     std::string_view user_separator{};  // before a user turn that follows another message
     std::string_view assistant{};    // what opens an assistant turn of the history
     std::string_view end_of_turn{};  // what closes an assistant turn (the token the model ends its reply with)
     std::string_view after_turn{};   // text after end_of_turn
     std::string_view generation_prompt{};  // what add_generation_prompt appends
+    // Reasoning models (Qwen3): what follows the generation prompt when
+    // ChatOptions::thinking is false (an empty thought block), and the tags
+    // around a reply's reasoning. With think_close set, assistant turns of the
+    // history before the last user turn are rendered without their reasoning.
+    std::string_view no_thinking{};
+    std::string_view think_open{};
+    std::string_view think_close{};
     bool trim = false;             // strip surrounding whitespace from every content (Jinja's | trim)
     // Token strings that end a reply besides the model's EOS ids (unused slots empty).
     std::array<std::string_view, 4> stop_tokens{};

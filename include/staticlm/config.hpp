@@ -25,6 +25,7 @@ struct LayerConfig {
     bool qk_norm = false;          // RMSNorm(q), RMSNorm(k) per head with weights
     bool v_norm = false;           // RMSNorm(v) per head without weight
     bool k_eq_v = false;           // no v_proj: V is the raw k_proj output (Gemma 4 attention_k_eq_v)
+    bool qkv_bias = false;         // q/k/v projections add a bias vector (Qwen2)
     bool sandwich_norms = false;   // post-attention and pre/post-FFN norms (Gemma)
     bool layer_scalar = false;     // a [1] layer_scalar tensor scales the residual after the layer (Gemma 4)
 };

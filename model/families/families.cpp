@@ -10,11 +10,15 @@ namespace staticlm {
 extern const FamilyDescriptor kLlamaFamily;
 extern const FamilyDescriptor kGemma3Family;
 extern const FamilyDescriptor kGemma4Family;
+extern const FamilyDescriptor kQwen2Family;
+extern const FamilyDescriptor kQwen3Family;
+extern const FamilyDescriptor kMistralFamily;
 
 namespace {
 
 // Matched in this order against config.json (the first form that fits wins).
-constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily, &kGemma3Family, &kGemma4Family};
+constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily,  &kGemma3Family, &kGemma4Family,
+                                                 &kQwen2Family,  &kQwen3Family,  &kMistralFamily};
 
 }  // namespace
 
@@ -24,6 +28,22 @@ const FamilyDescriptor* find_family(std::string_view name) {
     for (const FamilyDescriptor* f : kFamilies)
         if (f->name == name) return f;
     return nullptr;
+}
+
+const FamilyDescriptor* find_gguf_family(std::string_view architecture) {
+    for (const FamilyDescriptor* f : kFamilies)
+        if (f->parse_gguf)
+            for (std::string_view a : f->gguf_architectures)
+                if (a == architecture) return f;
+    return nullptr;
+}
+
+std::string gguf_architectures_known() {
+    std::string known;
+    for (const FamilyDescriptor* f : kFamilies)
+        if (f->parse_gguf)
+            for (std::string_view a : f->gguf_architectures) known += (known.empty() ? "" : ", ") + std::string(a);
+    return known;
 }
 
 // Plain text: no markers; the chat adds the tokenizer's BOS id, a system text
@@ -57,6 +77,9 @@ std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, co
         case WeightRole::o: return lp + "self_attn.o_proj.weight";
         case WeightRole::q_norm: return lp + "self_attn.q_norm.weight";
         case WeightRole::k_norm: return lp + "self_attn.k_norm.weight";
+        case WeightRole::q_bias: return lp + "self_attn.q_proj.bias";
+        case WeightRole::k_bias: return lp + "self_attn.k_proj.bias";
+        case WeightRole::v_bias: return lp + "self_attn.v_proj.bias";
         case WeightRole::post_attn_norm: return lp + "post_attention_layernorm.weight";
         case WeightRole::ffn_norm:
             return lp + (sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
@@ -89,6 +112,9 @@ std::string gguf_tensor_name(WeightRole role, int layer, const LayerConfig*, con
         case WeightRole::o: return b + "attn_output.weight";
         case WeightRole::q_norm: return b + "attn_q_norm.weight";
         case WeightRole::k_norm: return b + "attn_k_norm.weight";
+        case WeightRole::q_bias: return b + "attn_q.bias";
+        case WeightRole::k_bias: return b + "attn_k.bias";
+        case WeightRole::v_bias: return b + "attn_v.bias";
         case WeightRole::post_attn_norm: return b + "post_attention_norm.weight";
         case WeightRole::ffn_norm: return b + "ffn_norm.weight";
         case WeightRole::post_ffn_norm: return b + "post_ffw_norm.weight";

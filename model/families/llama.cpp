@@ -1,12 +1,14 @@
 // The Llama family: LlamaForCausalLM (Llama 2, 3, 3.1, 3.2; llama2.c
 // conversions), its config.json keys and defaults (transformers 5.24
 // models/llama), and the Llama 3 chat template.
+#include <algorithm>
 #include <cmath>
 
 #include "model/config.hpp"
 #include "model/config_reader.hpp"
 #include "model/family.hpp"
 #include "model/gguf.hpp"
+#include "llama_like.hpp"
 
 namespace staticlm {
 
@@ -19,8 +21,11 @@ using detail::Range;
 
 const Range kTheta{1, kFloatMax, true, false};  // (1, FLT_MAX]: used as float
 
-// transformers 5 `rope_parameters`, or the older top-level `rope_theta` + `rope_scaling`.
-std::vector<float> llama_inv_freq(const ConfigReader& r, int head_dim) {
+// The RoPE of a Llama-like config: transformers 5 `rope_parameters`, or the
+// older top-level `rope_theta` + `rope_scaling`. Sets every layer's inv_freq
+// and, for YaRN, folds the attention factor into the attention scale.
+void read_llama_rope(const ConfigReader& r, ModelConfig& c) {
+    const int head_dim = c.layers.front().head_dim;
     std::string key;
     if (r.has("rope_parameters"))
         key = "rope_parameters";
@@ -36,22 +41,73 @@ std::vector<float> llama_inv_freq(const ConfigReader& r, int head_dim) {
             p.fail(ErrorKind::unsupported, "partial_rotary_factor", "other than 1 is not supported for Llama");
     }
     std::vector<float> inv = rope_inv_freq_default(head_dim, theta);
-    if (type == "default") return inv;
-    if (type != "llama3")
-        throw Error(ErrorKind::unsupported,
-                    "unsupported rope_scaling type '" + type + "' in " + r.file + " (supported: default, llama3)");
-    // The llama3 rescaling runs in double (rope_apply_llama3): checked in double.
-    const ConfigReader p = r.object(key);
-    const double factor = p.number("factor", std::nullopt, Range{1, kFloatMax});
-    const double low = p.number("low_freq_factor", std::nullopt, Range{0, kFloatMax, true, false});
-    const double high = p.number("high_freq_factor", std::nullopt, Range{0, kFloatMax, true, false});
-    const double orig = p.number("original_max_position_embeddings", std::nullopt, Range{1, 2147483647.0});
-    if (!(high > low)) p.fail(ErrorKind::format, "high_freq_factor", "must be > low_freq_factor");
-    rope_apply_llama3(inv, factor, low, high, orig);
-    return inv;
+    double attention_factor = 1.0;
+    if (type == "linear") {
+        const float factor = r.object(key).real("factor", std::nullopt, Range{1, kFloatMax});
+        for (float& f : inv) f /= factor;
+    } else if (type == "llama3") {
+        // The llama3 rescaling runs in double (rope_apply_llama3): checked in double.
+        const ConfigReader p = r.object(key);
+        const double factor = p.number("factor", std::nullopt, Range{1, kFloatMax});
+        const double low = p.number("low_freq_factor", std::nullopt, Range{0, kFloatMax, true, false});
+        const double high = p.number("high_freq_factor", std::nullopt, Range{0, kFloatMax, true, false});
+        const double orig = p.number("original_max_position_embeddings", std::nullopt, Range{1, 2147483647.0});
+        if (!(high > low)) p.fail(ErrorKind::format, "high_freq_factor", "must be > low_freq_factor");
+        rope_apply_llama3(inv, factor, low, high, orig);
+    } else if (type == "yarn") {
+        const ConfigReader p = r.object(key);
+        Yarn y;
+        y.factor = p.number("factor", std::nullopt, Range{1, kFloatMax});
+        // transformers falls back to max_position_embeddings.
+        y.original_max_position = p.number("original_max_position_embeddings", double(c.max_position),
+                                           Range{1, 2147483647.0});
+        y.beta_fast = p.number("beta_fast", 32.0, Range{0, kFloatMax, true, false});
+        y.beta_slow = p.number("beta_slow", 1.0, Range{0, kFloatMax, true, false});
+        y.attention_factor = p.number("attention_factor", 0.0, Range{0, kFloatMax});
+        y.truncate = p.boolean("truncate", true);
+        if (p.has("mscale") || p.has("mscale_all_dim"))
+            p.fail(ErrorKind::unsupported, "mscale", "(DeepSeek's YaRN variant) is not supported");
+        attention_factor = rope_apply_yarn(inv, head_dim, theta, y);
+    } else if (type != "default") {
+        throw Error(ErrorKind::unsupported, "unsupported rope_scaling type '" + type + "' in " + r.file +
+                                                " (supported: default, linear, llama3, yarn)");
+    }
+    for (LayerConfig& lc : c.layers) {
+        lc.inv_freq = inv;
+        lc.attn_scale = float(attention_factor * attention_factor / std::sqrt(double(lc.head_dim)));
+    }
 }
 
-ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) {
+}  // namespace
+
+double rope_apply_yarn(std::vector<float>& inv, int head_dim, double theta, const Yarn& y) {
+    // fp32 as transformers: pos_freqs = theta^(2i/d), extrapolated 1/pos_freqs,
+    // interpolated 1/(factor·pos_freqs), mixed by a ramp over i in [low, high].
+    const int half = head_dim / 2;
+    auto correction_dim = [&](double rotations) {
+        return head_dim * std::log(y.original_max_position / (rotations * 2 * M_PI)) / (2 * std::log(theta));
+    };
+    double low = correction_dim(y.beta_fast), high = correction_dim(y.beta_slow);
+    if (y.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(head_dim - 1));
+    if (low == high) high += 0.001;  // a zero-width ramp
+    const float flo = float(low), fhi = float(high), ffactor = float(y.factor);
+    for (int i = 0; i < half; ++i) {
+        const float pos = std::pow(float(theta), float(2 * i) / float(head_dim));
+        const float extra = 1.0f / pos, inter = 1.0f / (ffactor * pos);
+        const float ramp = std::clamp((float(i) - flo) / (fhi - flo), 0.0f, 1.0f);
+        const float keep = 1.0f - ramp;  // the extrapolation's share
+        inv[size_t(i)] = inter * (1.0f - keep) + extra * keep;
+    }
+    if (y.attention_factor > 0) return y.attention_factor;
+    return y.factor <= 1 ? 1.0 : 0.1 * std::log(y.factor) + 1.0;
+}
+
+ModelConfig parse_llama_like(const ConfigReader& r) {
     using detail::kMaxDim, detail::kMaxHeads, detail::kMaxLayers, detail::kMaxVocab;
     ModelConfig c;
     c.hidden = int(r.integer("hidden_size", 0, 1, kMaxDim, true));
@@ -90,38 +146,80 @@ ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) {
     lc.head_dim = head_dim;
     lc.window = 0;
     lc.ffn_dim = ffn;
-    lc.attn_scale = float(1.0 / std::sqrt(double(head_dim)));
-    lc.inv_freq = llama_inv_freq(r, head_dim);
     c.layers.assign(size_t(c.n_layers), lc);
     for (int il = 0; il < c.n_layers; ++il) c.layers[size_t(il)].kv_source = il;
+    read_llama_rope(r, c);
     return c;
 }
 
-// llama.cpp's llama architecture: rope.dimension_count must be the head size;
-// Llama 3 scaling arrives as rope_freqs.weight (per-frequency divisors, as
-// llama.cpp applies them), older linear scaling as rope.scaling.*.
-ModelConfig parse_gguf_llama(const GgufFile& f) {
+void set_sliding_layers(const ConfigReader& r, ModelConfig& c, int window, bool (*slides)(int, int), int arg) {
+    if (window <= 0) return;
+    std::vector<bool> sliding(size_t(c.n_layers));
+    if (r.has("layer_types")) {
+        const json& types = r.j["layer_types"];
+        if (!types.is_array() || types.size() != size_t(c.n_layers))
+            r.fail(ErrorKind::format, "layer_types", "must list one type per layer (" + std::to_string(c.n_layers) + ")");
+        for (size_t il = 0; il < types.size(); ++il) {
+            const std::string t = types[il].is_string() ? types[il].get<std::string>() : "";
+            if (t != "full_attention" && t != "sliding_attention")
+                r.fail(ErrorKind::unsupported, "layer_types",
+                       "entry " + std::to_string(il) + " is not \"full_attention\" or \"sliding_attention\"");
+            sliding[il] = t == "sliding_attention";
+        }
+    } else {
+        for (int il = 0; il < c.n_layers; ++il) sliding[size_t(il)] = slides(il, arg);
+    }
+    for (int il = 0; il < c.n_layers; ++il)
+        if (sliding[size_t(il)]) {
+            c.layers[size_t(il)].attention = AttentionType::sliding;
+            c.layers[size_t(il)].window = window;
+        }
+}
+
+// llama.cpp's Llama-like architectures: rope.dimension_count must be the head
+// size; Llama 3 scaling arrives as rope_freqs.weight (per-frequency divisors,
+// as llama.cpp applies them), linear and YaRN scaling as rope.scaling.*.
+ModelConfig parse_llama_like_gguf(const GgufFile& f) {
     const GgufModelInfo info = read_gguf_model_info(f);
     ModelConfig c = gguf_base_config(f, info);
     c.activation = Activation::silu;
-    if (f.find("llama.rope.dimension_count") &&
-        f.get_uint("llama.rope.dimension_count", uint64_t(INT32_MAX)) != uint64_t(info.head_dim))
-        throw Error(ErrorKind::unsupported, f.key_where("llama.rope.dimension_count") + " = " +
-                                                std::to_string(f.get_uint("llama.rope.dimension_count")) +
+    const std::string p = info.architecture + ".";
+    if (f.find(p + "rope.dimension_count") &&
+        f.get_uint(p + "rope.dimension_count", uint64_t(INT32_MAX)) != uint64_t(info.head_dim))
+        throw Error(ErrorKind::unsupported, f.key_where(p + "rope.dimension_count") + " = " +
+                                                std::to_string(f.get_uint(p + "rope.dimension_count")) +
                                                 ": partial rotary embeddings are not supported (head size " +
                                                 std::to_string(info.head_dim) + ")");
+    // A float key in [lo, hi] (it is used in double precision).
+    auto real_key = [&](const std::string& key, double lo, double hi) {
+        const double v = f.get_float(key);
+        if (!(v >= lo && v <= hi))
+            throw Error(ErrorKind::format, f.key_where(key) + " = " + std::to_string(v) + " is outside [" +
+                                               std::to_string(lo) + ", " + std::to_string(hi) + "]");
+        return v;
+    };
     std::vector<float> inv = rope_inv_freq_default(info.head_dim, info.rope_theta);
-    if (f.find("llama.rope.scaling.type")) {
-        const std::string_view type = f.get_string("llama.rope.scaling.type");
+    double attention_factor = 1.0;
+    if (f.find(p + "rope.scaling.type")) {
+        const std::string_view type = f.get_string(p + "rope.scaling.type");
         if (type == "linear") {
-            const double factor = f.get_float("llama.rope.scaling.factor");
-            if (!(factor >= 1 && factor <= double(kFloatMax)))
-                throw Error(ErrorKind::format, f.key_where("llama.rope.scaling.factor") + " = " +
-                                                   std::to_string(factor) + " is outside [1, FLT_MAX]");
+            const double factor = real_key(p + "rope.scaling.factor", 1, double(kFloatMax));
             for (float& x : inv) x = float(x / factor);
+        } else if (type == "yarn") {
+            Yarn y;
+            y.factor = real_key(p + "rope.scaling.factor", 1, double(kFloatMax));
+            const std::string orig = p + "rope.scaling.original_context_length";
+            y.original_max_position = double(f.get_uint(orig, uint64_t(INT32_MAX)));
+            if (y.original_max_position < 1)
+                throw Error(ErrorKind::format, f.key_where(orig) + " = 0 is not a context length");
+            if (f.find(p + "rope.scaling.yarn_beta_fast"))
+                y.beta_fast = real_key(p + "rope.scaling.yarn_beta_fast", 1e-30, double(kFloatMax));
+            if (f.find(p + "rope.scaling.yarn_beta_slow"))
+                y.beta_slow = real_key(p + "rope.scaling.yarn_beta_slow", 1e-30, double(kFloatMax));
+            attention_factor = rope_apply_yarn(inv, info.head_dim, info.rope_theta, y);
         } else if (type != "none" && type != "llama3") {  // llama3: rope_freqs.weight
-            throw Error(ErrorKind::unsupported, f.key_where("llama.rope.scaling.type") + " = '" + std::string(type) +
-                                                    "' is not supported (none, linear, llama3)");
+            throw Error(ErrorKind::unsupported, f.key_where(p + "rope.scaling.type") + " = '" + std::string(type) +
+                                                    "' is not supported (none, linear, yarn, llama3)");
         }
     }
     if (const GgufTensor* t = f.find_tensor("rope_freqs.weight")) {
@@ -133,9 +231,16 @@ ModelConfig parse_gguf_llama(const GgufFile& f) {
             inv[i] /= div[i];
         }
     }
-    for (LayerConfig& lc : c.layers) lc.inv_freq = inv;
+    for (LayerConfig& lc : c.layers) {
+        lc.inv_freq = inv;
+        lc.attn_scale = float(attention_factor * attention_factor / std::sqrt(double(lc.head_dim)));
+    }
     return c;
 }
+
+namespace {
+
+ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) { return parse_llama_like(r); }
 
 constexpr ConfigForm kForms[] = {
     {.architecture = "LlamaForCausalLM", .model_type = "llama", .nested = false, .tie_default = false},
@@ -168,7 +273,7 @@ const FamilyDescriptor kLlamaFamily{
     .forms = kForms,
     .gguf_architectures = kGguf,
     .parse = parse_llama,
-    .parse_gguf = parse_gguf_llama,
+    .parse_gguf = parse_llama_like_gguf,
     .gguf_qk_interleaved = true,
     .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,

@@ -128,8 +128,12 @@ TEST_CASE("config: Llama fields, defaults and rope forms") {
 }
 
 TEST_CASE("config: Llama errors") {
-    expect_error([] { llama(R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"); }, ErrorKind::unsupported,
-                 {"unsupported rope_scaling type 'yarn' in config.json"});
+    expect_error([] { llama(R"("rope_scaling": {"rope_type": "longrope", "factor": 4.0})"); }, ErrorKind::unsupported,
+                 {"unsupported rope_scaling type 'longrope' in config.json"});
+    expect_error([] { llama(R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.7, "mscale_all_dim": 1})"); },
+                 ErrorKind::unsupported, {"config.json", "mscale"});
+    expect_error([] { llama(R"("rope_scaling": {"rope_type": "yarn", "factor": 0.5})"); }, ErrorKind::format,
+                 {"config.json", "rope_scaling.factor"});
     expect_error([] { llama(R"("rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0})"); },
                  ErrorKind::unsupported, {"'dynamic'", "config.json"});
     expect_error([] { llama(R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0})"); }, ErrorKind::format,
@@ -147,8 +151,8 @@ TEST_CASE("config: Llama errors") {
     expect_error([] { parse_model_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})", "c.json"); },
                  ErrorKind::format, {"c.json", "num_hidden_layers"});
     expect_error([] { parse_model_config("{\"hidden_size\": 64,", "c.json"); }, ErrorKind::format, {"c.json", "JSON"});
-    expect_error([] { parse_model_config(R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral"})", "c.json"); },
-                 ErrorKind::unsupported, {"c.json", "MistralForCausalLM", "mistral"});
+    expect_error([] { parse_model_config(R"({"architectures": ["MambaForCausalLM"], "model_type": "mamba"})", "c.json"); },
+                 ErrorKind::unsupported, {"c.json", "MambaForCausalLM", "mamba"});
     expect_error([] { parse_model_config(R"({"model_type": "gpt2"})", "c.json"); }, ErrorKind::unsupported,
                  {"c.json", "gpt2"});
 }
@@ -460,4 +464,73 @@ TEST_CASE("config: built-in llama configs") {
     CHECK(t.layers[0].n_kv_heads == 2);
     CHECK(t.layers[0].ffn_dim == 768);
     CHECK(t.vocab == 1024);
+}
+
+namespace {
+
+// A Llama-like config of `arch` / `type` with 4 layers (hidden 64, 4 heads / 2 kv).
+ModelConfig llama_like(const std::string& arch, const std::string& type, const std::string& extra) {
+    return parse_model_config(R"({"architectures": [")" + arch + R"("], "model_type": ")" + type +
+                                  R"(", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100, "rope_theta": 1000000.0)" +
+                                  (extra.empty() ? "" : ", " + extra) + "}",
+                              "config.json");
+}
+
+std::vector<int> windows(const ModelConfig& c) {
+    std::vector<int> w;
+    for (const LayerConfig& l : c.layers) w.push_back(l.attention == AttentionType::sliding ? l.window : 0);
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("config: Qwen2, Qwen3 and Mistral on Llama's reader") {
+    // Qwen2: q/k/v biases, no BOS; the window counts only with use_sliding_window,
+    // from max_window_layers on (transformers 5.24 Qwen2Config.layer_types).
+    ModelConfig c = llama_like("Qwen2ForCausalLM", "qwen2", R"("sliding_window": 32768, "max_window_layers": 2)");
+    CHECK(c.family == "qwen2");
+    CHECK(c.layers[0].qkv_bias);
+    CHECK(!c.layers[0].qk_norm);
+    CHECK(!c.add_bos);
+    CHECK(windows(c) == std::vector<int>{0, 0, 0, 0});
+    c = llama_like("Qwen2ForCausalLM", "qwen2", R"("use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2)");
+    CHECK(windows(c) == std::vector<int>{0, 0, 8, 8});
+    c = llama_like("Qwen2ForCausalLM", "qwen2",
+                   R"("use_sliding_window": true, "sliding_window": 8, "max_window_layers": 2,
+                      "layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention"])");
+    CHECK(windows(c) == std::vector<int>{8, 0, 0, 8});
+    // Qwen3: per-head q/k norms, explicit head_dim, no biases.
+    c = llama_like("Qwen3ForCausalLM", "qwen3", R"("head_dim": 24, "attention_bias": false)");
+    CHECK(c.family == "qwen3");
+    CHECK(c.layers[0].qk_norm);
+    CHECK(!c.layers[0].qkv_bias);
+    CHECK(c.layers[0].head_dim == 24);
+    CHECK(c.layers[0].attn_scale == float(1.0 / std::sqrt(24.0)));
+    // Mistral: the window on every layer, or none.
+    c = llama_like("MistralForCausalLM", "mistral", R"("sliding_window": 4096)");
+    CHECK(c.family == "mistral");
+    CHECK(c.add_bos);
+    CHECK(windows(c) == std::vector<int>{4096, 4096, 4096, 4096});
+    c = llama_like("MistralForCausalLM", "mistral", R"("sliding_window": null)");
+    CHECK(windows(c) == std::vector<int>{0, 0, 0, 0});
+}
+
+TEST_CASE("config: YaRN as transformers 5.24 computes it") {
+    // head_dim 16, theta 1e6, factor 4, original 16: the correction range is
+    // [0, 1] (floor/ceil), so pair 0 keeps its frequency and pairs 1..7 are
+    // divided by 4; the f32 values transformers gives
+    // (tests/fixtures/qwen3-mqa-tied-yarn/notes.json), and the attention factor
+    // 0.1 ln 4 + 1 squared in the attention scale.
+    const ModelConfig c = parse_model_config(R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 48,
+        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16,
+        "intermediate_size": 96, "vocab_size": 100, "rope_theta": 1000000.0, "max_position_embeddings": 128,
+        "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}})",
+                                             "config.json");
+    const std::vector<float> want = {1.0f,          0.044456985f, 0.0079056947f, 0.0014058533f,
+                                     2.5000001e-4f, 4.4456985e-5f, 7.9056936e-6f, 1.4058534e-6f};
+    REQUIRE(c.layers[0].inv_freq.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) CHECK(c.layers[0].inv_freq[i] == doctest::Approx(want[i]).epsilon(1e-6));
+    const double af = 0.1 * std::log(4.0) + 1.0;
+    CHECK(c.layers[0].attn_scale == doctest::Approx(af * af / 4.0).epsilon(1e-6));
 }

@@ -652,8 +652,22 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
                  {"key 'llama.rope.dimension_count'", "= 2: partial rotary"}, "g_rotary.gguf",
                  tiny_gguf_model().kv_u32("llama.rope.dimension_count", 2).bytes());
         load_row("gguf unsupported rope scaling", ErrorKind::unsupported,
-                 {"key 'llama.rope.scaling.type'", "'yarn' is not supported"}, "g_yarn.gguf",
-                 tiny_gguf_model().kv_string("llama.rope.scaling.type", "yarn").bytes());
+                 {"key 'llama.rope.scaling.type'", "'longrope' is not supported"}, "g_longrope.gguf",
+                 tiny_gguf_model().kv_string("llama.rope.scaling.type", "longrope").bytes());
+        load_row("gguf yarn factor below 1", ErrorKind::format,
+                 {"key 'llama.rope.scaling.factor'", "is outside [1"}, "g_yarn.gguf",
+                 tiny_gguf_model()
+                     .kv_string("llama.rope.scaling.type", "yarn")
+                     .kv_f32("llama.rope.scaling.factor", 0.5f)
+                     .kv_u32("llama.rope.scaling.original_context_length", 64)
+                     .bytes());
+        load_row("gguf yarn original context 0", ErrorKind::format,
+                 {"key 'llama.rope.scaling.original_context_length'", "not a context length"}, "g_yarn0.gguf",
+                 tiny_gguf_model()
+                     .kv_string("llama.rope.scaling.type", "yarn")
+                     .kv_f32("llama.rope.scaling.factor", 4.0f)
+                     .kv_u32("llama.rope.scaling.original_context_length", 0)
+                     .bytes());
         load_row("gguf rope_freqs divisor 0", ErrorKind::format,
                  {"index 1 of tensor 'rope_freqs.weight'", "not a positive frequency divisor"}, "g_ropef.gguf",
                  tiny_gguf_model().tensor("rope_freqs.weight", {2}, W::T_F32, W::f32_data({1.0f, 0.0f})).bytes());

@@ -158,22 +158,38 @@ TEST_CASE("golden Gemma 3 fixtures match transformers") {
         for (const auto& dir : dirs) check_fixture(dir, b);
 }
 
+TEST_CASE("golden Qwen2, Qwen3 and Mistral fixtures match transformers") {
+    // qwen3-*: per-head q/k norms, head_dim != hidden / heads, YaRN (attention
+    // factor folded into the scale), tied and untied; qwen2-*: q/k/v biases,
+    // sliding layers from max_window_layers on; mistral-*: a window on every
+    // layer, head_dim != hidden / heads.
+    for (const char* prefix : {"qwen3-", "qwen2-", "mistral-"}) {
+        const auto dirs = fixtures(prefix);
+        REQUIRE_MESSAGE(dirs.size() >= 2, prefix);
+        for (const Budget& b : kBudgets)
+            for (const auto& dir : dirs) check_fixture(dir, b);
+    }
+}
+
 // GGUF twins (tests/fixtures/gguf/, made by llama.cpp's converter from the
 // fixtures): the same reference as their safetensors twin, with the same
 // budgets; q/k rows of the Llama twins are un-interleaved at load, Gemma 3
 // norms are used as stored (1 + w); the Gemma 4 twins carry per-layer
-// arrays, per-layer inputs, KV sharing (e2b) and K = V full layers (keqv).
+// arrays, per-layer inputs, KV sharing (e2b) and K = V full layers (keqv);
+// the qwen2/qwen3 twins biases, q/k norms and YaRN keys; the Mistral twin is
+// llama.cpp's `llama` architecture (permuted q/k rows).
 TEST_CASE("golden GGUF twins match their safetensors twins' references") {
     const std::filesystem::path g = test::fixtures_dir() / "gguf";
     int n = 0;
     for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "llama-tied", "gemma3-4b-like-causal",
-                             "gemma4-e2b-like-causal", "gemma4-keqv-causal"}) {
+                             "gemma4-e2b-like-causal", "gemma4-keqv-causal", "qwen3-gqa-untied",
+                             "qwen3-mqa-tied-yarn", "qwen2-tied", "mistral-nowindow-hd"}) {
         const bool gemma = std::string(name).rfind("gemma", 0) == 0;
         for (const Budget& b : gemma ? kGemmaBudgets : kBudgets)
             check_model(g / (std::string(name) + ".gguf"), test::fixtures_dir() / name / "reference.safetensors", b);
         ++n;
     }
-    CHECK(n == 6);
+    CHECK(n == 10);
 }
 
 // A Q8_0 twin: its weights were rounded to 8 bits by the converter, so even

@@ -92,6 +92,10 @@ struct FamilyDescriptor {
 std::span<const FamilyDescriptor* const> families();
 // By ModelConfig::family; null when unknown.
 const FamilyDescriptor* find_family(std::string_view name);
+// The family that reads GGUF files of this general.architecture; null when none does.
+const FamilyDescriptor* find_gguf_family(std::string_view architecture);
+// The GGUF architectures some family reads, comma-separated (for errors).
+std::string gguf_architectures_known();
 
 // Chat templates behind the public ChatFormat names (plain, llama3, gemma4).
 extern const ChatTemplate kPlainChat;

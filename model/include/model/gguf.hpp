@@ -139,11 +139,12 @@ GgufVocab read_gguf_vocab(const GgufFile& file);
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& file);
 
 // The model a GGUF file describes (model/gguf_model.cpp), checked before any
-// weight is read: general.architecture (llama, gemma3), the <arch>.* keys,
-// token_embd's rows against tokenizer.ggml.tokens and <arch>.vocab_size, and
-// every per-layer tensor's name and shape. Error(unsupported) for other
-// architectures, Error(model) naming the key or tensor that is missing or
-// misshaped, Error(format) for out-of-range values.
+// weight is read: the <arch>.* keys shared by architectures with uniform
+// layers, token_embd's rows against tokenizer.ggml.tokens and <arch>.vocab_size,
+// and output.weight's shape. Error(model) naming the key or tensor that is
+// missing or misshaped, Error(format) for out-of-range values. Whether the
+// architecture loads at all is decided by the families (find_gguf_family);
+// the layer tensors are checked against the weight plan at load.
 struct GgufModelInfo {
     std::string architecture;
     int n_layers = 0, hidden = 0, ffn = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;

@@ -21,6 +21,7 @@ enum class WeightRole : uint8_t {
     embed, final_norm, lm_head, embed_per_layer, per_layer_model_proj, per_layer_proj_norm,
     // per layer
     attn_norm, q, k, v, o, q_norm, k_norm,
+    q_bias, k_bias, v_bias,  // added to the q/k/v projections (LayerConfig::qkv_bias)
     post_attn_norm,  // sandwich: norm of the attention output
     ffn_norm,        // the norm in front of the FFN
     post_ffn_norm,   // sandwich: norm of the FFN output
@@ -41,6 +42,9 @@ struct WeightEntry {
     int k = 0;                     // matrix columns (0 for vectors)
     PackedMatrix* matrix = nullptr;
     const float** vector = nullptr;
+    bool norm = false;             // a vector that multiplies (an RMSNorm weight: gets
+                                   // norm_weight_offset at load); biases add
+
     float* scalar = nullptr;       // [1] tensors (Gemma layer_scalar)
     size_t offset = 0;             // into the arena (64-byte aligned)
     size_t bytes = 0;              // in the arena
@@ -56,6 +60,9 @@ struct LayerWeights {
     const float* post_ffn_norm = nullptr;   // [H] Gemma: post_feedforward_layernorm
     const float* q_norm = nullptr;          // [head_dim]
     const float* k_norm = nullptr;          // [head_dim]
+    const float* q_bias = nullptr;          // [n_heads*hd] (qkv_bias)
+    const float* k_bias = nullptr;          // [n_kv*hd]
+    const float* v_bias = nullptr;          // [n_kv*hd]
     // Gemma 4 per-layer input
     PackedMatrix ple_gate;                  // per_layer_input_gate [D][H]
     PackedMatrix ple_proj;                  // per_layer_projection [H][D]
