@@ -122,6 +122,86 @@ void add_merges(const GgufVocab& v, JsonTokenizer& t) {
     }
 }
 
+// The split rules of gpt2 vocabularies by tokenizer.ggml.pre, as llama.cpp
+// applies them (src/llama-vocab.cpp: llama_vocab::impl::load maps the value to
+// a LLAMA_VOCAB_PRE_TYPE, llm_tokenizer_bpe's constructor gives its regexes).
+// Each is the pipeline of the family's tokenizer.json, which the ids must equal.
+enum class GgufPre {
+    kLlama3,     // Split(Llama 3 regex), ByteLevel; ignore_merges
+    kQwen2,      // NFC, Split(Qwen2 regex), ByteLevel
+    kStarcoder,  // Digits(individual), ByteLevel with GPT-2's regex
+    kGpt2,       // ByteLevel with GPT-2's regex
+};
+struct GgufPreName {
+    const char* name;
+    GgufPre rule;
+};
+// smollm: SmolLM and SmolLM2; refact: Granite 3.x; qwen2: Qwen1.5 to Qwen3;
+// smaug-bpe: SmolLM3 (its Llama 3 vocabulary hashes as Smaug's).
+constexpr GgufPreName kGgufPres[] = {
+    {"llama-bpe", GgufPre::kLlama3},    {"llama3", GgufPre::kLlama3},
+    {"llama-v3", GgufPre::kLlama3},     {"smaug-bpe", GgufPre::kLlama3},
+    {"qwen2", GgufPre::kQwen2},         {"deepseek-r1-qwen", GgufPre::kQwen2},
+    {"starcoder", GgufPre::kStarcoder}, {"refact", GgufPre::kStarcoder},
+    {"smollm", GgufPre::kStarcoder},    {"gpt-2", GgufPre::kGpt2},
+    {"gpt2", GgufPre::kGpt2},
+};
+
+void add_byte_level(JsonTokenizer& t, bool use_regex) {
+    PreStep bytes{};
+    bytes.kind = PreKind::kByteLevel;
+    bytes.add_prefix_space = false;
+    bytes.use_regex = use_regex;
+    t.pre_.push_back(bytes);
+}
+
+void set_pre(const GgufVocab& v, JsonTokenizer& t) {
+    const GgufPreName* found = nullptr;
+    for (const GgufPreName& p : kGgufPres)
+        if (v.pre == p.name) found = &p;
+    if (!found) {
+        std::string names;
+        for (const GgufPreName& p : kGgufPres)
+            names += std::string(names.empty() ? "" : ", ") + p.name;
+        throw Error(ErrorKind::unsupported,
+                    v.source + ": tokenizer.ggml.pre \"" + v.pre +
+                        "\" is not supported for gpt2 vocabularies (supported: " + names + ")");
+    }
+    PreStep split{};
+    split.kind = PreKind::kSplitRegex;
+    split.behavior = SplitBehavior::kIsolated;
+    switch (found->rule) {
+        case GgufPre::kLlama3:
+            split.regex = SplitRegex::kLlama3;
+            t.pre_.push_back(split);
+            add_byte_level(t, false);
+            t.ignore_merges_ = true;
+            break;
+        case GgufPre::kQwen2:
+            // llama.cpp normalizes nothing; Qwen's tokenizer.json (which the
+            // model was trained with) composes the text to NFC first. The two
+            // agree on NFC text and the tokenizer.json wins on the rest.
+            t.normalizer_.push_back({NormKind::kNfc, "", ""});
+            split.regex = SplitRegex::kQwen2;
+            t.pre_.push_back(split);
+            add_byte_level(t, false);
+            break;
+        case GgufPre::kStarcoder: {
+            // llama.cpp: the regexes "\p{N}", then GPT-2's, each splitting
+            // the pieces of the one before.
+            PreStep digits{};
+            digits.kind = PreKind::kDigits;
+            digits.behavior = SplitBehavior::kIsolated;
+            t.pre_.push_back(digits);
+            add_byte_level(t, true);
+            break;
+        }
+        case GgufPre::kGpt2:
+            add_byte_level(t, true);
+            break;
+    }
+}
+
 void check_id(const GgufVocab& v, int id, const char* key) {
     if (id >= int(v.tokens.size()))
         bad(v, std::string(key) + " = " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -223,30 +303,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
             add_merges(v, *t);
     } else {
         add_merges(v, *t);
-        PreStep split{};
-        const std::string& pre = v.pre;
-        if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe") {
-            split.kind = PreKind::kSplitRegex;
-            split.regex = SplitRegex::kLlama3;
-            split.behavior = SplitBehavior::kIsolated;
-            t->pre_.push_back(split);
-            PreStep bytes{};
-            bytes.kind = PreKind::kByteLevel;
-            bytes.add_prefix_space = false;
-            bytes.use_regex = false;
-            t->pre_.push_back(bytes);
-            t->ignore_merges_ = true;
-        } else if (pre == "gpt-2" || pre == "gpt2") {
-            PreStep bytes{};
-            bytes.kind = PreKind::kByteLevel;
-            bytes.add_prefix_space = false;
-            bytes.use_regex = true;
-            t->pre_.push_back(bytes);
-        } else {
-            throw Error(ErrorKind::unsupported, v.source + ": tokenizer.ggml.pre \"" + pre +
-                                                    "\" is not supported for gpt2 vocabularies (llama-bpe, "
-                                                    "llama3 and gpt-2 are)");
-        }
+        set_pre(v, *t);
         t->decoder_.push_back({DecKind::kByteLevel, "", "", 0, 0, PrependScheme::kAlways});
     }
     // llama.cpp's defaults when the keys are absent: BOS for SentencePiece-style

@@ -255,6 +255,21 @@ void string_spans(std::string_view text, std::string_view pattern, bool invert,
     if (i < text.size()) spans.push_back({i, text.size(), invert});
 }
 
+// Spans of `text` for tokenizers' Digits: every number character (\p{N}) a
+// match of its own.
+void digit_spans(std::string_view text, SplitScratch& sc, std::vector<Span>& spans) {
+    spans.clear();
+    decode_utf8(text, sc.cps, sc.offsets);
+    size_t rest = 0;  // start of the current run of non-numbers
+    for (size_t i = 0; i < sc.cps.size(); ++i) {
+        if (!is_number(sc.cps[i])) continue;
+        if (sc.offsets[i] > rest) spans.push_back({rest, sc.offsets[i], false});
+        spans.push_back({sc.offsets[i], sc.offsets[i + 1], true});
+        rest = sc.offsets[i + 1];
+    }
+    if (rest < text.size()) spans.push_back({rest, text.size(), false});
+}
+
 // GPT-2's reversible map from bytes to printable code points.
 struct ByteLevelTables {
     std::string byte_to_utf8[256];
@@ -294,6 +309,8 @@ void JsonTokenizer::normalize(std::string& s) const {
     for (const NormStep& n : normalizer_) {
         if (n.kind == NormKind::kReplace)
             replace_all(s, n.pattern, n.content);
+        else if (n.kind == NormKind::kNfc)
+            nfc(s);
         else if (!s.empty())
             s.insert(0, n.content);
     }
@@ -317,6 +334,11 @@ void JsonTokenizer::pre_tokenize(std::vector<Piece>& pieces) const {
             switch (step.kind) {
                 case PreKind::kSplitString:
                     string_spans(p.text, step.pattern, step.invert, spans);
+                    apply_behavior(spans, step.behavior, ranges);
+                    emit(p);
+                    break;
+                case PreKind::kDigits:
+                    digit_spans(p.text, scratch, spans);
                     apply_behavior(spans, step.behavior, ranges);
                     emit(p);
                     break;
@@ -570,6 +592,9 @@ void JsonTokenizer::init_chunking() {
         } else if (n.kind == NormKind::kPrepend && !prepend) {
             prepend = true;
             prepended = n.content;
+        } else if (n.kind == NormKind::kNfc) {
+            // NFC never changes or moves "letter space letter" (ASCII starters
+            // that combine with nothing), so a cut there stays a cut.
         } else {
             return;
         }
@@ -605,6 +630,8 @@ void JsonTokenizer::init_chunking() {
                     return;  // might split or merge at the cut
                 }
                 break;
+            case PreKind::kDigits:
+                break;  // never splits or merges letters and spaces
             case PreKind::kMetaspace:
                 if (space != " " || p.replacement.empty()) return;
                 space = p.replacement;

@@ -272,6 +272,8 @@ void parse_normalizer(const JsonAt& a, std::vector<NormStep>& out) {
         out.push_back(std::move(s));
     } else if (type == "Prepend") {
         out.push_back({NormKind::kPrepend, "", a.string("prepend")});
+    } else if (type == "NFC") {
+        out.push_back({NormKind::kNfc, "", ""});
     } else {
         unsupported(a.file, "normalizer " + printable(type));
     }
@@ -296,8 +298,9 @@ void parse_pre_tokenizer(const JsonAt& a, std::vector<PreStep>& out) {
             s.kind = PreKind::kSplitRegex;
             const std::string re = p.string("Regex");
             if (!known_split_regex(re, s.regex))
-                unsupported(file, "pre_tokenizer Split regex " + printable(re) +
-                                      " (only the Llama 3 and GPT-2 patterns are implemented)");
+                unsupported(file,
+                            "pre_tokenizer Split regex " + printable(re) +
+                                " (only the Llama 3, Qwen2 and GPT-2 patterns are implemented)");
         } else {
             throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         }
@@ -319,6 +322,10 @@ void parse_pre_tokenizer(const JsonAt& a, std::vector<PreStep>& out) {
         s.kind = PreKind::kByteLevel;
         s.add_prefix_space = a.boolean_or("add_prefix_space", true);
         s.use_regex = a.boolean_or("use_regex", true);
+    } else if (type == "Digits") {
+        s.kind = PreKind::kDigits;
+        s.behavior = a.boolean_or("individual_digits", false) ? SplitBehavior::kIsolated
+                                                              : SplitBehavior::kContiguous;
     } else if (type == "Metaspace") {
         s.kind = PreKind::kMetaspace;
         s.replacement = a.string("replacement");
@@ -520,7 +527,7 @@ void parse_merges(std::string_view doc, Range r, const std::string& file, JsonTo
 // "<s>" or an AddedToken object {"content": "<s>", ...}; "" when absent.
 std::string token_content(const JsonAt& cfg, const char* key) {
     const json* v = cfg.find(key);
-    if (!v) return "";
+    if (!v || v->is_null()) return "";  // Qwen's "bos_token": null
     if (v->is_string()) return v->get<std::string>();
     const JsonAt a{*v, cfg.child(key), cfg.file};
     if (v->is_object()) return a.string("content");

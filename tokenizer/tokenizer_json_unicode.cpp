@@ -1,6 +1,7 @@
-// UTF-8 handling and the hand-written Llama 3 / GPT-2 pre-tokenizer splitters.
-// The splitters reproduce the leftmost-first, greedy-with-backtracking result
-// Oniguruma gives for each alternative; comments show the alternative.
+// UTF-8 handling, NFC, and the hand-written Llama 3 / Qwen2 / GPT-2
+// pre-tokenizer splitters. The splitters reproduce the leftmost-first,
+// greedy-with-backtracking result Oniguruma gives for each alternative;
+// comments show the alternative.
 #include "tokenizer/tokenizer_json_unicode.hpp"
 
 #include <algorithm>
@@ -193,8 +194,116 @@ void decode_utf8(std::string_view s, std::vector<uint32_t>& cps, std::vector<uin
 
 namespace {
 
+// Hangul syllables decompose and compose by arithmetic (the Unicode Standard,
+// section 3.12).
+constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount,
+                   kSCount = kLCount * kNCount;
+
+uint32_t combining_class(uint32_t cp) {
+    if (cp < 0x300) return 0;
+    const CombiningClassRange* end = kCombiningClassRanges + kCombiningClassRanges_count;
+    const CombiningClassRange* it =
+        std::upper_bound(kCombiningClassRanges, end, cp,
+                         [](uint32_t v, const CombiningClassRange& r) { return v < r.first; });
+    return (it != kCombiningClassRanges && cp <= (it - 1)->last) ? (it - 1)->ccc : 0;
+}
+
+// Appends the full canonical decomposition of cp.
+void decompose(uint32_t cp, std::vector<uint32_t>& out) {
+    if (cp - kSBase < kSCount) {
+        const uint32_t s = cp - kSBase;
+        out.push_back(kLBase + s / kNCount);
+        out.push_back(kVBase + (s % kNCount) / kTCount);
+        if (s % kTCount) out.push_back(kTBase + s % kTCount);
+        return;
+    }
+    const CanonicalPair* end = kDecompositions + kDecompositions_count;
+    const CanonicalPair* it = std::lower_bound(
+        kDecompositions, end, cp, [](const CanonicalPair& d, uint32_t v) { return d.cp < v; });
+    if (it == end || it->cp != cp) {
+        out.push_back(cp);
+        return;
+    }
+    decompose(it->first, out);  // at most 3 levels deep (Unicode 14.0)
+    if (it->second) decompose(it->second, out);
+}
+
+// The primary composite of (a, b), or 0.
+uint32_t compose(uint32_t a, uint32_t b) {
+    if (a - kLBase < kLCount && b - kVBase < kVCount)
+        return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+    if (a - kSBase < kSCount && (a - kSBase) % kTCount == 0 && b - kTBase - 1 < kTCount - 1)
+        return a + (b - kTBase);
+    const CompositionPair* end = kCompositions + kCompositions_count;
+    const CompositionPair* it =
+        std::lower_bound(kCompositions, end, std::pair{a, b},
+                         [](const CompositionPair& c, std::pair<uint32_t, uint32_t> v) {
+                             return c.first != v.first ? c.first < v.first : c.second < v.second;
+                         });
+    return (it != end && it->first == a && it->second == b) ? it->composite : 0;
+}
+
+}  // namespace
+
+void nfc(std::string& s) {
+    // Code points below U+0300 (lead bytes below 0xCC) are all stable.
+    size_t i = 0;
+    while (i < s.size() && static_cast<uint8_t>(s[i]) < 0xCC) ++i;
+    if (i == s.size()) return;
+    thread_local std::vector<uint32_t> cps, offsets, d;
+    decode_utf8(s, cps, offsets);
+    bool stable = true;
+    for (uint32_t cp : cps)
+        stable = stable && !in_ranges(kNfcUnstableRanges, kNfcUnstableRanges_count, cp);
+    if (stable) return;
+    // Canonical decomposition, then canonical ordering: a stable sort of each
+    // run of non-starters by combining class.
+    d.clear();
+    for (uint32_t cp : cps) decompose(cp, d);
+    for (size_t k = 1; k < d.size(); ++k) {
+        const uint32_t c = d[k], cc = combining_class(c);
+        if (cc == 0) continue;
+        size_t j = k;
+        while (j > 0 && combining_class(d[j - 1]) > cc) {
+            d[j] = d[j - 1];
+            --j;
+        }
+        d[j] = c;
+    }
+    // Canonical composition (the algorithm of Unicode's sample code): a
+    // character joins the last starter unless a character between them has
+    // class 0 or a class not below its own (is "blocking").
+    size_t starter = 0, n = 1;
+    uint32_t last_class = combining_class(d[0]);
+    if (last_class != 0) last_class = 256;  // a leading non-starter: nothing to join
+    for (size_t k = 1; k < d.size(); ++k) {
+        const uint32_t c = d[k], cc = combining_class(c);
+        const uint32_t composite = compose(d[starter], c);
+        if (composite && (last_class < cc || last_class == 0)) {
+            d[starter] = composite;
+            continue;
+        }
+        if (cc == 0) starter = n;
+        last_class = cc;
+        d[n++] = c;
+    }
+    d.resize(n);
+    std::string out;
+    out.reserve(s.size());
+    for (uint32_t cp : d) append_utf8(out, cp);
+    s = std::move(out);
+}
+
+namespace {
+
 constexpr std::string_view kLlama3Regex =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// Qwen2's (Qwen1.5 to Qwen3, DeepSeek-R1-Distill-Qwen): Llama 3's with single
+// digits.
+constexpr std::string_view kQwen2Regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr std::string_view kGpt2Regex =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -229,8 +338,9 @@ size_t space_run(const std::vector<CharClass>& cls, size_t i, size_t n) {
     return j - 1 - i;
 }
 
+// Llama 3's regex, and Qwen2's when max_digits is 1 (\p{N} for \p{N}{1,3}).
 size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls, size_t i,
-                    size_t n) {
+                    size_t n, size_t max_digits) {
     if (size_t c = contraction(cp, i, n, true)) return c;
     const CharClass k = cls[i];
     // [^\r\n\p{L}\p{N}]?\p{L}+
@@ -240,10 +350,10 @@ size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass
         while (j < n && cls[j] == CharClass::kLetter) ++j;
         return j - i;
     }
-    // \p{N}{1,3}
+    // \p{N}{1,3} (Qwen2: \p{N})
     if (k == CharClass::kNumber) {
         size_t j = i + 1;
-        while (j < n && j < i + 3 && cls[j] == CharClass::kNumber) ++j;
+        while (j < n && j < i + max_digits && cls[j] == CharClass::kNumber) ++j;
         return j - i;
     }
     //  ?[^\s\p{L}\p{N}]+[\r\n]*
@@ -291,6 +401,10 @@ bool known_split_regex(std::string_view pattern, SplitRegex& which) {
         which = SplitRegex::kLlama3;
         return true;
     }
+    if (pattern == kQwen2Regex) {
+        which = SplitRegex::kQwen2;
+        return true;
+    }
     if (pattern == kGpt2Regex) {
         which = SplitRegex::kGpt2;
         return true;
@@ -307,8 +421,18 @@ void split_regex(SplitRegex which, std::string_view text, SplitScratch& sc,
     for (size_t i = 0; i < n; ++i) sc.classes[i] = char_class(sc.cps[i]);
     size_t i = 0;
     while (i < n) {
-        size_t len = which == SplitRegex::kLlama3 ? match_llama3(sc.cps, sc.classes, i, n)
-                                                  : match_gpt2(sc.cps, sc.classes, i, n);
+        size_t len;
+        switch (which) {
+            case SplitRegex::kLlama3:
+                len = match_llama3(sc.cps, sc.classes, i, n, 3);
+                break;
+            case SplitRegex::kQwen2:
+                len = match_llama3(sc.cps, sc.classes, i, n, 1);
+                break;
+            default:
+                len = match_gpt2(sc.cps, sc.classes, i, n);
+                break;
+        }
         matches.emplace_back(sc.offsets[i], sc.offsets[i + len]);
         i += len;
     }

@@ -1,8 +1,8 @@
 // Tokenizers from GGUF metadata (tokenizer/tokenizer_gguf.cpp via
 // model/gguf_vocab.cpp): small hand-made vocabularies, the byte-level BPE
-// fixture written as a GGUF here, and — when present — the real Gemma 3 GGUF
-// and a converted Llama 3 vocabulary against the tokenizers library's ids
-// (tests/fixtures/tokenizers/expected_ids.json).
+// fixture written as a GGUF here, a Qwen2-layout vocabulary made by llama.cpp's
+// converter, and — when present — the real Gemma 3 GGUF and a converted Llama 3
+// vocabulary against the tokenizers library's ids (tests/fixtures/tokenizers/).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -180,10 +180,47 @@ TEST_CASE("gguf gpt2 vocabulary: the byte-level BPE fixture matches the tokenize
     CHECK(tok->vocab_size() == 384);
     CHECK(tok->bos_id() == 382);
     check_corpus(*tok, expected.at("cases"), "ids", "ids_with_special", "decoded");
-    expect_error([&] { tokenizer_from(tmp, "pre.gguf", bytelevel_gguf("qwen2")); }, ErrorKind::unsupported,
-                 {"pre.gguf", "tokenizer.ggml.pre \"qwen2\""});
+    expect_error(
+        [&] { tokenizer_from(tmp, "pre.gguf", bytelevel_gguf("tekken")); }, ErrorKind::unsupported,
+        {"pre.gguf", "tokenizer.ggml.pre \"tekken\"", "supported: llama-bpe", "qwen2", "refact"});
     auto gpt2 = tokenizer_from(tmp, "gpt2.gguf", bytelevel_gguf("gpt-2"));
     CHECK(gpt2->decode(gpt2->encode("Hello, world!  ok", false)) == "Hello, world!  ok");
+}
+
+TEST_CASE("gguf qwen2 vocabulary (llama.cpp's converter) gives the tokenizers library's ids") {
+    // tools/fixtures/make_tokenizer_qwen2.py: qwen2_bpe converted with --vocab-only.
+    const fs::path path = fixtures_dir() / "gguf" / "tokenizers" / "qwen2_bpe_vocab.gguf";
+    const GgufFile f(path);
+    const json expected = read_json(fixtures_dir() / "tokenizers" / "qwen2_bpe_expected_ids.json");
+    auto tok = load_gguf_tokenizer(f);
+    CHECK(tok->vocab_size() == 1000);
+    CHECK(tok->eos_id() == 997);  // <|im_end|>
+    // NFC, the Qwen2 split; the converter made <think> USER_DEFINED (kept by decode).
+    check_corpus(*tok, expected.at("cases"), "qwen2", "qwen2", "qwen2_decoded");
+    CHECK(tok->encode("<|im_start|>", true) == std::vector<int>{996});  // add_bos_token false
+
+    // The same vocabulary under the other values: deepseek-r1-qwen is Qwen2's
+    // rule; starcoder, refact (Granite 3) and smollm split each digit, then GPT-2.
+    GgufVocab v = read_gguf_vocab(f);
+    CHECK(v.pre == "qwen2");
+    v.pre = "deepseek-r1-qwen";
+    auto ds = load_gguf_tokenizer(v);
+    for (const char* text : {"x = 12345;", "cafe\xCC\x81 it's", "<think>1</think>"})
+        CHECK(ds->encode(text, false) == tok->encode(text, false));
+    for (const char* pre : {"refact", "smollm", "starcoder"}) {
+        INFO("pre " << pre);
+        v.pre = pre;
+        auto star = load_gguf_tokenizer(v);
+        check_corpus(*star, expected.at("cases"), "starcoder", "starcoder", "starcoder_decoded");
+    }
+    // Any other value is an error naming it, the file and what is supported.
+    for (const char* pre : {"tekken", "gpt-4o", "qwen35", "dbrx", ""}) {
+        v.pre = pre;
+        expect_error([&] { load_gguf_tokenizer(v); }, ErrorKind::unsupported,
+                     {path.string(), "tokenizer.ggml.pre \"" + std::string(pre) + "\"",
+                      "supported: llama-bpe, llama3, llama-v3, smaug-bpe, qwen2, deepseek-r1-qwen, "
+                      "starcoder, refact, smollm, gpt-2"});
+    }
 }
 
 TEST_CASE("gguf twins' vocabularies: byte-level BPE as tokenizers, SentencePiece as sentencepiece") {

@@ -1,17 +1,18 @@
-// Tests of the tokenizer.json tokenizer: the hand-written Unicode splitter and
-// UTF-8 repair on hand-computed cases, a tiny hand-made BPE file, and the real
-// Llama 3 / Gemma 3 files against ids from the Hugging Face `tokenizers`
-// library (tests/fixtures/tokenizers/expected_ids.json).
+// Tests of the tokenizer.json tokenizer: the hand-written Unicode splitters,
+// NFC and UTF-8 repair on hand-computed cases, a tiny hand-made BPE file, a
+// small Qwen2-layout file, and the real Llama 3 / Gemma 3 files against ids
+// from the Hugging Face `tokenizers` library (tests/fixtures/tokenizers/).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "staticlm/error.hpp"
 #include "tokenizer/tokenizer_json.hpp"
 #include "tokenizer/tokenizer_json_unicode.hpp"
-#include "staticlm/error.hpp"
 
 using namespace staticlm;
 using namespace staticlm::tokjson;
@@ -95,6 +96,47 @@ TEST_CASE("llama3 split regex, hand-computed") {
     CHECK(split(L3, "'hello") == V{"'hello"});
     CHECK(split(L3, "'\xC5\xBF") == V{"'\xC5\xBF"});  // 'ſ: ſ folds to s under (?i)
     CHECK(split(L3, "").empty());
+}
+
+TEST_CASE("qwen2 split regex, hand-computed") {
+    using V = std::vector<std::string>;
+    const auto Q = SplitRegex::kQwen2;
+    // Llama 3's alternatives, but every number character alone.
+    CHECK(split(Q, "12345 abc1234") == V{"1", "2", "3", "4", "5", " abc", "1", "2", "3", "4"});
+    CHECK(split(Q, " 42") == V{" ", "4", "2"});
+    CHECK(split(Q, "x\xC2\xB2\xC2\xBD") == V{"x", "\xC2\xB2", "\xC2\xBD"});  // x²½ (No)
+    CHECK(split(Q, "it's IT'S") == V{"it", "'s", " IT", "'S"});
+    CHECK(split(Q, "a \n\n b...\n") == V{"a", " \n\n", " b", "...\n"});
+    SplitRegex which = SplitRegex::kGpt2;
+    CHECK(
+        known_split_regex("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+                          which));
+    CHECK(which == Q);
+    CHECK_FALSE(
+        known_split_regex("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,2}| "
+                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+                          which));
+}
+
+TEST_CASE("NFC, hand-computed") {
+    auto n = [](std::string s) {
+        nfc(s);
+        return s;
+    };
+    CHECK(n("plain ascii 123") == "plain ascii 123");
+    CHECK(n("caf\xC3\xA9") == "caf\xC3\xA9");                    // already composed
+    CHECK(n("cafe\xCC\x81") == "caf\xC3\xA9");                   // e + U+0301 -> é
+    CHECK(n("\xE2\x84\xAB") == "\xC3\x85");                      // Å sign U+212B -> Å (singleton)
+    CHECK(n("e\xCC\x81\xCC\x81") == "\xC3\xA9\xCC\x81");         // the second accent is blocked
+    CHECK(n("q\xCC\x87\xCC\xA3") == "q\xCC\xA3\xCC\x87");        // reordered: class 220 before 230
+    CHECK(n("\xE1\xBA\x9B\xCC\xA3") == "\xE1\xBA\x9B\xCC\xA3");  // ẛ̣ (UAX #15's example)
+    CHECK(n("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8") == "\xEA\xB0\x81");  // jamo -> 각
+    CHECK(n("\xEA\xB0\x80\xE1\x86\xA8") == "\xEA\xB0\x81");              // 가 + final jamo -> 각
+    CHECK(n("\xCC\x81z") == "\xCC\x81z");                                // a leading mark stays
+    // tokenizers' (older) tables: U+11935 U+11930 stays, U+1DF6 has class 0.
+    CHECK(n("\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0") == "\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0");
+    CHECK(n("a\xE1\xB7\xB6\xCC\xB4") == "a\xE1\xB7\xB6\xCC\xB4");
 }
 
 TEST_CASE("gpt2 split regex, hand-computed") {
@@ -194,14 +236,14 @@ TEST_CASE("unsupported components are clear errors naming the file") {
     std::string text = kTinyJson;
     text.replace(text.find("\"type\": \"Prepend\", \"prepend\": \"\\u2581\""),
                  std::string("\"type\": \"Prepend\", \"prepend\": \"\\u2581\"").size(),
-                 "\"type\": \"NFC\"");
-    const fs::path p = write_temp("nfc_tokenizer.json", text);
+                 "\"type\": \"NFKC\"");
+    const fs::path p = write_temp("nfkc_tokenizer.json", text);
     try {
         load_tokenizer_json(p, "");
-        FAIL("NFC must be rejected");
+        FAIL("NFKC must be rejected");
     } catch (const Error& e) {
         CHECK(e.kind() == ErrorKind::unsupported);
-        CHECK(std::string(e.what()).find("normalizer NFC") != std::string::npos);
+        CHECK(std::string(e.what()).find("normalizer NFKC") != std::string::npos);
         CHECK(std::string(e.what()).find(p.string()) != std::string::npos);
     }
     fs::remove(p);
@@ -328,6 +370,122 @@ TEST_CASE("gemma3 tokenizer.json matches the tokenizers library") {
     REQUIRE(ids.size() >= 3);
     CHECK(ids[0] == 2);
     CHECK(ids[1] == tok->token_id("<start_of_turn>"));
+}
+
+namespace {
+
+// The Qwen2-layout fixture (tools/fixtures/make_tokenizer_qwen2.py) and the
+// tokenizers library's ids for its corpus.
+const fs::path kQwen2Dir = fs::path(STATICLM_SOURCE_DIR) / "tests/fixtures/tokenizers/qwen2_bpe";
+
+nlohmann::json read_json_file(const fs::path& p) {
+    std::ifstream f(p);
+    REQUIRE_MESSAGE(f, "cannot open " << p.string());
+    return nlohmann::json::parse(f);
+}
+
+// Every corpus string of `name` ("qwen2", "starcoder") through tok: ids with
+// and without special tokens (the same: nothing is added) and decode.
+void check_qwen2_corpus(const Tokenizer& tok, const nlohmann::json& fixture,
+                        const std::string& name) {
+    size_t n = 0, ok = 0, ok_decoded = 0;
+    for (const auto& c : fixture.at("cases")) {
+        const std::string text = from_hex(c.at("text_hex").get<std::string>());
+        const auto expected = c.at(name).get<std::vector<int>>();
+        INFO(name << " case " << n << ": \"" << sanitized(text) << "\"");
+        const std::vector<int> ids = encode_fixture_text(tok, text, false);
+        CHECK(ids == expected);
+        CHECK(encode_fixture_text(tok, text, true) == expected);
+        const std::string decoded = tok.decode(expected);
+        CHECK(decoded == c.at(name + "_decoded").get<std::string>());
+        ok += ids == expected;
+        ok_decoded += decoded == c.at(name + "_decoded").get<std::string>();
+        ++n;
+    }
+    CHECK(n >= 500);
+    MESSAGE(name << ": " << ok << "/" << n << " id lists and " << ok_decoded
+                 << " decodes equal the tokenizers library's");
+}
+
+}  // namespace
+
+TEST_CASE("qwen2 tokenizer.json (NFC, Qwen2 split) matches the tokenizers library") {
+    const nlohmann::json fixture =
+        read_json_file(kQwen2Dir.parent_path() / "qwen2_bpe_expected_ids.json");
+    auto tok =
+        load_tokenizer_json(kQwen2Dir / "tokenizer.json", kQwen2Dir / "tokenizer_config.json");
+    CHECK(tok->vocab_size() == 1000);
+    CHECK(tok->token_id("<|im_end|>") == 997);
+    CHECK(tok->eos_id() == 997);
+    CHECK(tok->bos_id() == -1);
+    check_qwen2_corpus(*tok, fixture, "qwen2");
+    // <think> is an added token but not special: matched whole, kept by decode.
+    const auto ids = tok->encode("<|im_start|>x<think>", false);
+    CHECK(ids.front() == 996);
+    CHECK(ids.back() == 998);
+    CHECK(tok->decode(ids) == "x<think>");
+    // encode_limited cuts at "letter space letter", where NFC changes nothing:
+    // chunked ids equal encode()'s on the whole corpus.
+    std::string all;
+    for (const auto& c : fixture.at("cases"))
+        all += sanitized(from_hex(c.at("text_hex").get<std::string>())) + " a ";
+    const std::vector<int> whole = tok->encode(all, false);
+    for (const size_t chunk : {size_t{24}, size_t{97}, size_t{1000}})
+        CHECK(tok->encode_limited(all, false, std::numeric_limits<size_t>::max(), chunk) == whole);
+    const std::vector<int> early = tok->encode_limited(all, false, 50, 97);
+    CHECK(early.size() < 200);  // the cuts exist: it stopped early
+    CHECK(std::equal(early.begin(), early.end(), whole.begin()));
+}
+
+TEST_CASE(
+    "starcoder-style pre-tokenizer (Digits, GPT-2 ByteLevel) matches the tokenizers library") {
+    // The same vocabulary behind StarCoder / SmolLM2 / Granite 3's pipeline.
+    const nlohmann::json fixture =
+        read_json_file(kQwen2Dir.parent_path() / "qwen2_bpe_expected_ids.json");
+    nlohmann::json tj = read_json_file(kQwen2Dir / "tokenizer.json");
+    tj["normalizer"] = fixture.at("starcoder_normalizer");
+    tj["pre_tokenizer"] = fixture.at("starcoder_pre_tokenizer");
+    const fs::path p = write_temp("starcoder_tokenizer.json", tj.dump());
+    auto tok = load_tokenizer_json(p, "");
+    fs::remove(p);
+    check_qwen2_corpus(*tok, fixture, "starcoder");
+    // Digits without individual_digits keeps runs together (the vocabulary has
+    // "12" and "123"; the tokenizers library agrees).
+    auto id = [&](const char* piece) {
+        const int i = tok->token_id(piece);
+        REQUIRE(i >= 0);
+        return i;
+    };
+    const std::string space = "\xC4\xA0";  // ByteLevel's image of ' '
+    for (const bool individual : {true, false}) {
+        tj["pre_tokenizer"]["pretokenizers"][0]["individual_digits"] = individual;
+        const fs::path p2 = write_temp("digit_runs_tokenizer.json", tj.dump());
+        auto t = load_tokenizer_json(p2, "");
+        fs::remove(p2);
+        CHECK(t->encode("x12 123", false) ==
+              (individual ? std::vector<int>{id("x"), id("1"), id("2"), id(space.c_str()), id("1"),
+                                             id("2"), id("3")}
+                          : std::vector<int>{id("x"), id("12"), id(space.c_str()), id("123")}));
+    }
+}
+
+TEST_CASE("a Split regex staticlm does not implement is an error naming the file and the regex") {
+    nlohmann::json tj = read_json_file(kQwen2Dir / "tokenizer.json");
+    std::string re = tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"].get<std::string>();
+    re.replace(re.find("\\p{N}|"), 6, "\\p{N}{1,2}|");
+    tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = re;
+    const fs::path p = write_temp("unknown_regex_tokenizer.json", tj.dump());
+    try {
+        load_tokenizer_json(p, "");
+        FAIL("an unknown regex must be rejected");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::unsupported);
+        const std::string what = e.what();
+        CHECK(what.find(p.string()) != std::string::npos);
+        CHECK(what.find("pre_tokenizer Split regex") != std::string::npos);
+        CHECK(what.find("\\p{N}{1,2}") != std::string::npos);
+    }
+    fs::remove(p);
 }
 
 TEST_CASE(

@@ -117,7 +117,7 @@ private:
     bool first_byte_[256] = {};
 };
 
-enum class NormKind { kReplace, kPrepend };
+enum class NormKind { kReplace, kPrepend, kNfc };
 struct NormStep {
     NormKind kind;
     std::string pattern, content;
@@ -125,12 +125,14 @@ struct NormStep {
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 enum class PrependScheme { kAlways, kFirst, kNever };
-enum class PreKind { kSplitString, kSplitRegex, kByteLevel, kMetaspace };
+// kDigits: tokenizers' Digits (numbers, \p{N}, apart from the rest; each one
+// alone when individual_digits, else runs), as a Split.
+enum class PreKind { kSplitString, kSplitRegex, kByteLevel, kMetaspace, kDigits };
 struct PreStep {
     PreKind kind;
     std::string pattern;  // kSplitString
     SplitRegex regex = SplitRegex::kLlama3;
-    SplitBehavior behavior = SplitBehavior::kIsolated;
+    SplitBehavior behavior = SplitBehavior::kIsolated;  // kSplit*, kDigits
     bool invert = false;  // kSplit*
     bool add_prefix_space = false, use_regex = false, split = true;
     std::string replacement;  // kMetaspace, as UTF-8

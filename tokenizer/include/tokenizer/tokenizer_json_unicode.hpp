@@ -1,7 +1,8 @@
 // UTF-8 and Unicode helpers for the tokenizer.json pipeline: strict UTF-8
-// decoding with U+FFFD for invalid input, the L/N/whitespace classes the
-// pre-tokenizer regexes use, and hand-written splitters for the two regexes
-// staticlm supports (Llama 3 and GPT-2), equivalent to Oniguruma's matching.
+// decoding with U+FFFD for invalid input, NFC, the L/N/whitespace classes the
+// pre-tokenizer regexes use, and hand-written splitters for the regexes
+// staticlm supports (Llama 3, Qwen2 and GPT-2), equivalent to Oniguruma's
+// matching.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,28 @@ extern const CodepointRange kLetterRanges[];
 extern const size_t kLetterRanges_count;
 extern const CodepointRange kNumberRanges[];
 extern const size_t kNumberRanges_count;
+
+// NFC's data (Unicode Character Database, canonical mappings only).
+struct CombiningClassRange {
+    uint32_t first, last;  // inclusive
+    uint32_t ccc;          // canonical combining class, never 0 here
+};
+struct CanonicalPair {
+    uint32_t cp, first, second;  // cp ≡ first second (second 0: a singleton)
+};
+struct CompositionPair {
+    uint32_t first, second, composite;
+};
+extern const CombiningClassRange kCombiningClassRanges[];
+extern const size_t kCombiningClassRanges_count;
+extern const CanonicalPair kDecompositions[];  // by cp; Hangul syllables are computed
+extern const size_t kDecompositions_count;
+extern const CompositionPair kCompositions[];  // by (first, second); primary composites
+extern const size_t kCompositions_count;
+// Code points that can make a text not NFC: combining class above 0, or NFC
+// quick check No / Maybe. A text without them is its own NFC.
+extern const CodepointRange kNfcUnstableRanges[];
+extern const size_t kNfcUnstableRanges_count;
 
 // The classes a regex like [^\s\p{L}\p{N}] needs. \s is Oniguruma's Unicode
 // \s (White_Space: U+0009..000D, 0020, 0085, Zs, Zl, Zp); kNewline (\r, \n)
@@ -46,7 +69,11 @@ size_t complete_utf8_prefix(std::string_view bytes);
 // their byte offsets; offsets has one more entry (the end).
 void decode_utf8(std::string_view text, std::vector<uint32_t>& cps, std::vector<uint32_t>& offsets);
 
-enum class SplitRegex { kLlama3, kGpt2 };
+// Unicode Normalization Form C of valid UTF-8 `s`, in place (what the
+// `tokenizers` NFC normalizer does).
+void nfc(std::string& s);
+
+enum class SplitRegex { kLlama3, kQwen2, kGpt2 };
 
 // Recognizes the regex text of a Split / ByteLevel pre-tokenizer; false when
 // it is not one staticlm implements.
