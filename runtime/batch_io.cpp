@@ -180,19 +180,27 @@ void apply_fields(const json& j, BatchRequest& r) {
             }
             for (const std::string& s : g.stop_strings)
                 if (s.empty()) throw Error(ErrorKind::input, "field \"stop\" holds an empty string");
+        } else if (k == "enable_thinking") {
+            if (!v.is_boolean()) bad_field(k, "true or false", v);
+            r.thinking = v.get<bool>() ? 1 : 0;
+        } else if (k == "hide_thinking") {
+            if (!v.is_boolean()) bad_field(k, "true or false", v);
+            r.hide_thinking = v.get<bool>();
         } else if (k == "meta") {
             r.meta_json = dump(v);
         } else {
             throw Error(ErrorKind::input,
                         "unknown field \"" + k +
                             "\" (known: id, prompt, messages, n_predict, temperature, top_k, top_p, "
-                            "min_p, repetition_penalty, seed, stop, meta)");
+                            "min_p, repetition_penalty, seed, stop, enable_thinking, hide_thinking, meta)");
         }
     }
     if (have_prompt == have_messages)
         throw Error(ErrorKind::input, have_prompt ? "give \"prompt\" or \"messages\", not both"
                                                   : "no \"prompt\" or \"messages\"");
     r.chat = have_messages;
+    if (r.thinking >= 0 && !have_messages)
+        throw Error(ErrorKind::input, "\"enable_thinking\" goes with \"messages\" (a chat request)");
     if (!have_seed) r.options.sampling.seed = 0;  // parse_request derives it from the id
 }
 

@@ -170,8 +170,10 @@ std::vector<int> request_ids(const BatchRequest& r, const Model& model, const To
     if (r.chat) {
         if (format.chat_template().bos_from_tokenizer && model.config().add_bos && tok.bos_id() >= 0)
             ids.push_back(tok.bos_id());
+        ChatOptions o = chat;
+        if (r.thinking >= 0) o.thinking = r.thinking == 1;
         const std::vector<int> enc =
-            tok.encode(render_chat(format, r.messages, chat, /*add_generation_prompt=*/true), false);
+            tok.encode(render_chat(format, r.messages, o, /*add_generation_prompt=*/true), false);
         ids.insert(ids.end(), enc.begin(), enc.end());
     } else {
         ids = tok.encode(r.prompt, /*add_special=*/true);
@@ -309,7 +311,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             BatchResult r;
             r.request = &q;
             r.finish = finish_of(o.result.reason);
-            r.text = std::move(o.result.text);
+            r.text = q.hide_thinking ? strip_thinking(j.options.chat_format, o.result.text) : std::move(o.result.text);
             r.tokens = std::move(o.result.tokens);
             r.prompt_tokens = prompt_tokens[size_t(o.tag)];
             r.stats = o.result.stats;

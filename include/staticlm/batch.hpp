@@ -50,6 +50,8 @@ struct BatchRequest {
     bool chat = false;       // messages (rendered with the chat template) instead of prompt
     std::string prompt;
     std::vector<ChatMessage> messages;
+    int thinking = -1;           // "enable_thinking": 1 on, 0 off, -1 the job's ChatOptions::thinking
+    bool hide_thinking = false;  // "hide_thinking": the reply's reasoning block is left out of "text"
     GenerateOptions options;
     uint64_t seed = 0;       // options.sampling.seed, kept for the result line
     std::string meta_json;   // "meta" copied to the result, empty when absent

@@ -102,6 +102,18 @@ TEST_CASE("batch requests: fields, defaults and seeds") {
     CHECK(request_seed(42, "42") != request_seed(42, "43"));
     CHECK(request_seed(42, "42") != request_seed(43, "42"));
     CHECK(parse_request(R"({"id":"s","prompt":"","seed":0})", 1, d).seed == 0);
+
+    // Reasoning models: enable_thinking per chat request (-1: the job's), hide_thinking.
+    CHECK(b.thinking == -1);
+    CHECK_FALSE(b.hide_thinking);
+    const BatchRequest t = parse_request(
+        R"({"id":"t","messages":[{"role":"user","content":"yo"}],"enable_thinking":false,"hide_thinking":true})", 1,
+        d);
+    REQUIRE_FALSE(t.failed);
+    CHECK(t.thinking == 0);
+    CHECK(t.hide_thinking);
+    CHECK(parse_request(R"({"id":"u","messages":[{"role":"user","content":"y"}],"enable_thinking":true})", 1, d)
+              .thinking == 1);
 }
 
 TEST_CASE("batch requests: every bad line is an error naming the line and the field") {
@@ -129,6 +141,12 @@ TEST_CASE("batch requests: every bad line is an error naming the line and the fi
                "messages[0].role");
     expect_bad(R"({"id":"a","messages":[{"role":"user"}]})", ErrorKind::input, "needs \"role\" and \"content\"");
     expect_bad(R"({"id":"a","messages":[]})", ErrorKind::input, "\"messages\" must be a non-empty array");
+    expect_bad(R"({"id":"a","messages":[{"role":"user","content":"y"}],"enable_thinking":"no"})", ErrorKind::input,
+               "\"enable_thinking\" must be true or false");
+    expect_bad(R"({"id":"a","prompt":"x","enable_thinking":false})", ErrorKind::input,
+               "\"enable_thinking\" goes with \"messages\"");
+    expect_bad(R"({"id":"a","prompt":"x","hide_thinking":1})", ErrorKind::input,
+               "\"hide_thinking\" must be true or false");
     // Deep nesting is refused before the parser sees it; the id is unknown then.
     const std::string deep = R"({"id":"a","prompt":"x","meta":)" + std::string(100000, '[') +
                              std::string(100000, ']') + "}";

@@ -173,6 +173,7 @@ int cmd_batch(const Args& a) {
     o.sync = sync_from(a);
     o.chat.system = a.str("system");
     if (a.has("date")) o.chat.date = a.str("date");
+    o.chat.thinking = thinking_from_args(a);
     if (a.has("model")) o.chat_format = detect_chat_format(a.str("model"));
     Progress progress;
     progress.quiet = a.has("quiet");

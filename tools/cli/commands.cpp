@@ -44,6 +44,8 @@ std::map<std::string, CommandSpec> make_specs() {
             std::vector<FlagSpec>{
                 {"system", "", "TEXT", "system prompt", ""},
                 {"date", "", "TEXT", "the date Llama 3 templates print", "26 Jul 2024"},
+                {"thinking", "", "on|off", "reasoning models (Qwen3): off opens every reply with an empty thought block", "on"},
+                {"hide-thinking", "", "", "leave a reply's <think>...</think> block out of the printed text", ""},
             } +
             load_flags() + session_flags() + sampling_flags() + generation_flags(512),
         ""};
@@ -101,6 +103,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"max-depth", "", "N", "deepest JSON nesting of a request", "16"},
                 {"system", "", "TEXT", "system prompt for chat requests", ""},
                 {"date", "", "TEXT", "the date Llama 3 templates print", "26 Jul 2024"},
+                {"thinking", "", "on|off", "enable_thinking of chat requests that do not set it (Qwen3)", "on"},
                 {"merge", "", "", "merge shard outputs into --output", ""},
                 {"quiet", "", "", "no progress on stderr", ""},
             } +

@@ -34,6 +34,8 @@ WeightType weight_type_from_args(const Args& a);
 bool native_weights_from_args(const Args& a);
 // --act-bits: 8 (default) or 16 (LoadOptions::act_bits).
 int act_bits_from_args(const Args& a);
+// --thinking on|off (default on): ChatOptions::thinking; UsageError otherwise.
+bool thinking_from_args(const Args& a);
 // --threads N: 0 (all CPUs) .. max_threads(), checked with the flag's name.
 int threads_from_args(const Args& a);
 void check_threads_flag(int threads, const std::string& flag);

@@ -52,6 +52,49 @@ struct Output {
     }
 };
 
+// --hide-thinking: a reply that opens with the template's reasoning block
+// (think_open after white space) is held back until think_close, and the block
+// and the newlines after it are dropped; any other reply passes as it comes.
+struct ThinkingFilter {
+    Output* out = nullptr;
+    std::string_view open, close;
+    enum class State { deciding, hiding, trimming, passing } state = State::passing;
+    std::string held;
+
+    void start() {
+        held.clear();
+        state = open.empty() || close.empty() ? State::passing : State::deciding;
+    }
+    void write(std::string_view text) {
+        if (state == State::passing) return out->write(text);
+        held += text;
+        if (state == State::deciding) {
+            const size_t b = held.find_first_not_of(" \t\r\n");
+            if (b == std::string::npos) return;
+            const std::string_view rest = std::string_view(held).substr(b);
+            if (rest.size() < open.size() && open.starts_with(rest)) return;  // not decided yet
+            if (!rest.starts_with(open)) return pass_held();
+            state = State::hiding;
+        }
+        if (state == State::hiding) {
+            const size_t c = held.find(close);
+            if (c == std::string::npos) return;
+            held.erase(0, c + close.size());
+            state = State::trimming;
+        }
+        const size_t b = held.find_first_not_of('\n');
+        if (b == std::string::npos) return held.clear();
+        held.erase(0, b);
+        pass_held();
+    }
+    void pass_held() {
+        state = State::passing;
+        out->write(held);
+        held.clear();
+    }
+    static void sink(void* ctx, std::string_view text) { static_cast<ThinkingFilter*>(ctx)->write(text); }
+};
+
 bool keep_going(void*, int, std::string_view) { return !interrupted(); }
 
 std::string stop_text(const GenerateResult& r, const GenerateOptions& g, const Session& s) {
@@ -141,6 +184,7 @@ int cmd_chat(const Args& a) {
     ChatOptions co;
     co.system = a.str("system");
     if (a.has("date")) co.date = a.str("date");
+    co.thinking = thinking_from_args(a);
     Chat chat(session, tok, format, co);
     GenerateOptions g = generate_options_from_args(a, config, 512);
     g.on_token = {keep_going, nullptr};
@@ -148,6 +192,11 @@ int cmd_chat(const Args& a) {
     std::ios::sync_with_stdio(false);  // stdin is read only through std::cin here (fast long lines)
     std::string line;
     Output out;
+    ThinkingFilter filter{&out};
+    if (a.has("hide-thinking")) {
+        filter.open = format.chat_template().think_open;
+        filter.close = format.chat_template().think_close;
+    }
     while (true) {
         if (interactive) std::fputs("> ", stderr);
         if (!std::getline(std::cin, line)) break;
@@ -156,7 +205,8 @@ int cmd_chat(const Args& a) {
         GenerateResult r;
         {
             ReplyScope scope;
-            r = chat.reply(line, g, {Output::sink, &out});
+            filter.start();
+            r = chat.reply(line, g, {ThinkingFilter::sink, &filter});
         }
         out.write("\n");
         if (interactive)

@@ -58,6 +58,12 @@ int act_bits_from_args(const Args& a) {
     return bits;
 }
 
+bool thinking_from_args(const Args& a) {
+    const std::string v = a.has("thinking") ? a.str("thinking") : "on";
+    if (v != "on" && v != "off") throw UsageError(a.spelled("thinking") + " takes on or off, got '" + v + "'");
+    return v == "on";
+}
+
 void check_threads_flag(int threads, const std::string& flag) {
     if (threads < 0) throw UsageError(flag + " must be >= 0 (0: all CPUs), got " + std::to_string(threads));
     if (threads > max_threads())
