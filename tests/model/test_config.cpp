@@ -240,6 +240,25 @@ TEST_CASE("config: Gemma 3 errors") {
                  ErrorKind::format, {"c.json", "text_config"});
 }
 
+TEST_CASE("config: the built-in Qwen3-0.6B shape") {
+    const ModelConfig c = builtin_config("qwen3-0.6b");
+    CHECK(c.family == "qwen3");
+    CHECK(c.hidden == 1024);
+    CHECK(c.n_layers == 28);
+    CHECK(c.vocab == 151936);
+    CHECK(c.tie_embeddings);
+    CHECK_FALSE(c.add_bos);
+    REQUIRE(c.layers.size() == 28);
+    for (const LayerConfig& lc : c.layers) {
+        CHECK(lc.n_heads == 16);
+        CHECK(lc.n_kv_heads == 8);
+        CHECK(lc.head_dim == 128);
+        CHECK(lc.ffn_dim == 3072);
+        CHECK(lc.qk_norm);
+        CHECK(lc.attention == AttentionType::full);
+    }
+}
+
 TEST_CASE("config: Gemma-4-E2B layer map") {
     const ModelConfig c = builtin_config("gemma-4-e2b");
     CHECK(c.family == "gemma4");
