@@ -13,12 +13,16 @@ extern const FamilyDescriptor kGemma4Family;
 extern const FamilyDescriptor kQwen2Family;
 extern const FamilyDescriptor kQwen3Family;
 extern const FamilyDescriptor kMistralFamily;
+extern const FamilyDescriptor kSmolLM3Family;
 
 namespace {
 
 // Matched in this order against config.json (the first form that fits wins).
-constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily,  &kGemma3Family, &kGemma4Family,
-                                                 &kQwen2Family,  &kQwen3Family,  &kMistralFamily};
+// SmolLM3 comes before Qwen3 for chat-template detection: its template also
+// holds Qwen3's marker <|im_start|>.
+constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily,   &kGemma3Family,  &kGemma4Family,
+                                                 &kQwen2Family,   &kSmolLM3Family, &kQwen3Family,
+                                                 &kMistralFamily};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/config.hpp"
@@ -552,4 +553,45 @@ TEST_CASE("config: YaRN as transformers 5.24 computes it") {
     for (size_t i = 0; i < want.size(); ++i) CHECK(c.layers[0].inv_freq[i] == doctest::Approx(want[i]).epsilon(1e-6));
     const double af = 0.1 * std::log(4.0) + 1.0;
     CHECK(c.layers[0].attn_scale == doctest::Approx(af * af / 4.0).epsilon(1e-6));
+}
+
+TEST_CASE("config: SmolLM3 on Llama's reader") {
+    // SmolLM3: no_rope_layers[i] == 1 means layer i uses RoPE (transformers 5.24
+    // SmolLM3Config); a NoPE layer has zero frequencies and 1/sqrt(head_dim).
+    ModelConfig c = llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layers": [1, 0, 1, 1])");
+    CHECK(c.family == "smollm3");
+    CHECK(c.tie_embeddings);  // SmolLM3Config's default
+    auto nope = [](const ModelConfig& m) {
+        std::vector<int> v;
+        for (const LayerConfig& l : m.layers)
+            v.push_back(std::all_of(l.inv_freq.begin(), l.inv_freq.end(), [](float f) { return f == 0.0f; }));
+        return v;
+    };
+    CHECK(nope(c) == std::vector<int>{0, 1, 0, 0});
+    CHECK(c.layers[0].inv_freq[1] > 0.0f);
+    CHECK(c.layers[1].attn_scale == float(1.0 / std::sqrt(16.0)));
+    // Without the list: every no_rope_layer_interval-th layer (default 4).
+    c = llama_like("SmolLM3ForCausalLM", "smollm3", "");
+    CHECK(nope(c) == std::vector<int>{0, 0, 0, 1});
+    c = llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layer_interval": 2)");
+    CHECK(nope(c) == std::vector<int>{0, 1, 0, 1});
+    // Sliding: the NoPE layers when use_sliding_window and sliding_window are set;
+    // an explicit layer_types decides instead.
+    c = llama_like("SmolLM3ForCausalLM", "smollm3", R"("use_sliding_window": true, "sliding_window": 8)");
+    CHECK(windows(c) == std::vector<int>{0, 0, 0, 8});
+    c = llama_like("SmolLM3ForCausalLM", "smollm3", R"("use_sliding_window": false, "sliding_window": 8)");
+    CHECK(windows(c) == std::vector<int>{0, 0, 0, 0});
+    c = llama_like("SmolLM3ForCausalLM", "smollm3",
+                   R"("use_sliding_window": true, "sliding_window": 8,
+                      "layer_types": ["sliding_attention", "full_attention", "full_attention", "full_attention"])");
+    CHECK(windows(c) == std::vector<int>{8, 0, 0, 0});
+    // rope_theta defaults to 2e6 (SmolLM3Config.default_theta).
+    c = parse_model_config(R"({"architectures": ["SmolLM3ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 1,
+        "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "no_rope_layers": [1]})",
+                           "config.json");
+    CHECK(c.layers[0].inv_freq[1] == doctest::Approx(std::pow(2e6, -2.0 / 16.0)).epsilon(1e-6));
+    expect_error([] { llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layers": [1, 1, 1])"); },
+                 ErrorKind::format, {"config.json", "no_rope_layers", "each of the 4 layers"});
+    expect_error([] { llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layers": [1, 2, 1, 1])"); },
+                 ErrorKind::format, {"no_rope_layers", "entry 1 is not 0 or 1"});
 }

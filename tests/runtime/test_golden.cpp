@@ -158,14 +158,15 @@ TEST_CASE("golden Gemma 3 fixtures match transformers") {
         for (const auto& dir : dirs) check_fixture(dir, b);
 }
 
-TEST_CASE("golden Qwen2, Qwen3 and Mistral fixtures match transformers") {
+TEST_CASE("golden Qwen2, Qwen3, Mistral and SmolLM3 fixtures match transformers") {
     // qwen3-*: per-head q/k norms, head_dim != hidden / heads, YaRN (attention
     // factor folded into the scale), tied and untied; qwen2-*: q/k/v biases,
     // sliding layers from max_window_layers on; mistral-*: a window on every
-    // layer, head_dim != hidden / heads.
-    for (const char* prefix : {"qwen3-", "qwen2-", "mistral-"}) {
+    // layer, head_dim != hidden / heads; smollm3-*: a NoPE layer (no_rope_layers).
+    for (const char* prefix : {"qwen3-", "qwen2-", "mistral-", "smollm3-"}) {
         const auto dirs = fixtures(prefix);
-        REQUIRE_MESSAGE(dirs.size() >= 2, prefix);
+        const bool one = std::string(prefix) == "smollm3-";
+        REQUIRE_MESSAGE(dirs.size() >= (one ? 1u : 2u), prefix);
         for (const Budget& b : kBudgets)
             for (const auto& dir : dirs) check_fixture(dir, b);
     }
@@ -177,19 +178,20 @@ TEST_CASE("golden Qwen2, Qwen3 and Mistral fixtures match transformers") {
 // norms are used as stored (1 + w); the Gemma 4 twins carry per-layer
 // arrays, per-layer inputs, KV sharing (e2b) and K = V full layers (keqv);
 // the qwen2/qwen3 twins biases, q/k norms and YaRN keys; the Mistral twin is
-// llama.cpp's `llama` architecture (permuted q/k rows).
+// llama.cpp's `llama` architecture (permuted q/k rows); the smollm3 twin has no
+// NoPE key (llama.cpp: every 4th layer).
 TEST_CASE("golden GGUF twins match their safetensors twins' references") {
     const std::filesystem::path g = test::fixtures_dir() / "gguf";
     int n = 0;
     for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "llama-tied", "gemma3-4b-like-causal",
                              "gemma4-e2b-like-causal", "gemma4-keqv-causal", "qwen3-gqa-untied",
-                             "qwen3-mqa-tied-yarn", "qwen2-tied", "mistral-nowindow-hd"}) {
+                             "qwen3-mqa-tied-yarn", "qwen2-tied", "mistral-nowindow-hd", "smollm3-norope"}) {
         const bool gemma = std::string(name).rfind("gemma", 0) == 0;
         for (const Budget& b : gemma ? kGemmaBudgets : kBudgets)
             check_model(g / (std::string(name) + ".gguf"), test::fixtures_dir() / name / "reference.safetensors", b);
         ++n;
     }
-    CHECK(n == 10);
+    CHECK(n == 11);
 }
 
 // A Q8_0 twin: its weights were rounded to 8 bits by the converter, so even
