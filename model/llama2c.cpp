@@ -29,30 +29,57 @@ std::vector<float> permute_rotate_half(const float* w, int n_heads, int head_dim
     return out;
 }
 
+// The 7 int32 of a llama2.c header, each checked against its limit.
+struct Llama2cHeader {
+    int32_t v[7];
+};
+
+Llama2cHeader read_header(const File& in, const std::string& name) {
+    const uint64_t size = in.size();
+    if (size < 28)
+        throw Error(ErrorKind::format,
+                    name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
+    Llama2cHeader h;
+    in.read_at(0, h.v, sizeof(h.v));
+    const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+    const int64_t limits[] = {1 << 20, 1 << 20, 4096, 4096, 4096, 1 << 24, 1 << 24};
+    for (int i = 0; i < 7; ++i) {
+        const int64_t v = i == 5 ? std::abs(int64_t(h.v[i])) : int64_t(h.v[i]);
+        if (v <= 0 || v > limits[i])
+            throw Error(ErrorKind::format, name + ": llama2.c header " + names[i] + " = " + std::to_string(h.v[i]) +
+                                               " is out of range");
+    }
+    return h;
+}
+
+// llama2.c ships tok<vocab>.model next to the .bin; tokenizer.model (or
+// tokenizer.json) in the same directory is preferred.
+std::unique_ptr<Tokenizer> tokenizer_next_to(const std::filesystem::path& file, int64_t vocab, bool prefer_json) {
+    const auto dir = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+    const auto tok = dir / ("tok" + std::to_string(vocab) + ".model");
+    if (!std::filesystem::exists(dir / "tokenizer.model") && std::filesystem::exists(tok))
+        return load_sentencepiece(tok, dir / "tokenizer_config.json");
+    return load_tokenizer(dir, prefer_json);
+}
+
 }  // namespace
+
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const std::filesystem::path& file, bool prefer_json) {
+    const File in(file);
+    return tokenizer_next_to(file, std::abs(int64_t(read_header(in, file.string()).v[5])), prefer_json);
+}
 
 std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options) {
     const auto t_start = std::chrono::steady_clock::now();
     const std::string name = file.string();
     const File in(file);  // a regular file (not a FIFO or device), read with pread
+    const Llama2cHeader header = read_header(in, name);
     const uint64_t size = in.size();
-    if (size < 28)
-        throw Error(ErrorKind::format,
-                    name + ": truncated llama2.c header (" + std::to_string(size) + " bytes)");
-    int32_t hdr[7];
-    in.read_at(0, hdr, sizeof(hdr));
+    const int32_t* hdr = header.v;
     const int dim = hdr[0], hidden = hdr[1], n_layers = hdr[2], n_heads = hdr[3], n_kv = hdr[4];
     const bool shared = hdr[5] > 0;
     const int64_t vocab = std::abs(int64_t(hdr[5]));
     const int seq_len = hdr[6];
-    const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
-    const int64_t limits[] = {1 << 20, 1 << 20, 4096, 4096, 4096, 1 << 24, 1 << 24};
-    for (int i = 0; i < 7; ++i) {
-        const int64_t v = i == 5 ? vocab : int64_t(hdr[i]);
-        if (v <= 0 || v > limits[i])
-            throw Error(ErrorKind::format, name + ": llama2.c header " + names[i] + " = " + std::to_string(hdr[i]) +
-                                               " is out of range");
-    }
     if (dim % n_heads || n_heads % n_kv || (dim / n_heads) % 2)
         throw Error(ErrorKind::format, name + ": llama2.c header dims are inconsistent (dim " + std::to_string(dim) +
                                            ", n_heads " + std::to_string(n_heads) + ", n_kv_heads " +
@@ -165,15 +192,7 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     for (const TensorView& v : views) src.push_back(&v);
     convert_weights(*model, plan, src, options);
     finish_weights(*model, std::move(plan), options.act_bits);
-    if (options.load_tokenizer) {
-        // llama2.c ships tok<vocab>.model next to the .bin; tokenizer.model is preferred.
-        const auto dir = file.parent_path();
-        const auto tok = dir / ("tok" + std::to_string(vocab) + ".model");
-        if (!std::filesystem::exists(dir / "tokenizer.model") && std::filesystem::exists(tok))
-            model->tokenizer_ = load_sentencepiece(tok, dir / "tokenizer_config.json");
-        else
-            model->tokenizer_ = load_tokenizer(dir, options.prefer_tokenizer_json);
-    }
+    if (options.load_tokenizer) model->tokenizer_ = tokenizer_next_to(file, vocab, options.prefer_tokenizer_json);
     model->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     return model;
 }

@@ -3,6 +3,7 @@
 #include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "model/synthetic.hpp"
+#include "model/weight_plan.hpp"
 #include "staticlm/model.hpp"
 
 namespace staticlm {
@@ -14,8 +15,11 @@ std::shared_ptr<const Model> load_model(const std::filesystem::path& dir, const 
 std::string gguf_file_summary(const std::filesystem::path& file) { return gguf_summary(GgufFile(file)); }
 
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::filesystem::path& model, bool prefer_json) {
-    if (std::filesystem::is_regular_file(model) && model.extension() == ".gguf")
-        return load_gguf_tokenizer(GgufFile(model));
+    // Each model kind keeps its tokenizer in its own place: a GGUF file's
+    // metadata, the files next to a llama2.c file, a directory's files.
+    if (std::filesystem::is_regular_file(model))
+        return model.extension() == ".gguf" ? load_gguf_tokenizer(GgufFile(model))
+                                            : detail::load_llama2c_tokenizer(model, prefer_json);
     return load_tokenizer(model, prefer_json);
 }
 

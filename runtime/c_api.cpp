@@ -337,7 +337,7 @@ slm_status slm_model_load(const char* path, const slm_model_params* params, slm_
         auto m = std::make_unique<slm_model>();
         m->model = staticlm::load_model(path, o);
         m->log = log;
-        if (std::filesystem::is_directory(path)) m->chat_format = staticlm::detect_chat_format(path);
+        m->chat_format = staticlm::detect_chat_format(path);  // a directory's files, a GGUF's metadata
         const staticlm::ModelConfig& c = staticlm::model_config(*m->model);
         char line[512];
         std::snprintf(line, sizeof line, "loaded %s: %s, %d layers, vocab %d, %s weights (%.1f MiB) in %.2f s, kernels %s",

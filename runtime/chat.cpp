@@ -129,9 +129,14 @@ ChatFormat chat_format_from_template(std::string_view text) {
 }
 
 ChatFormat detect_chat_format(const std::filesystem::path& dir) {
+    // Each model kind keeps its template in its own place: a GGUF file in its
+    // metadata, a directory in its files; a llama2.c file has none (plain).
     // Files as every reader opens them: inside the directory, regular, limited.
     std::string text;
-    if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {
+    std::error_code ec;
+    const bool is_dir = std::filesystem::is_directory(dir, ec);
+    if (!is_dir && dir.extension() != ".gguf") return ChatFormat::plain;
+    if (!is_dir) {
         // tokenizer.chat_template (absent in base models: plain).
         const GgufFile f(dir);
         if (f.find("tokenizer.chat_template")) text = std::string(f.get_string("tokenizer.chat_template"));

@@ -45,7 +45,8 @@ struct ChatOptions {
 };
 
 // The format named by a checkpoint's chat template (tokenizer_config.json
-// "chat_template" or chat_template.jinja; a GGUF file's tokenizer.chat_template): the first family whose template
+// "chat_template" or chat_template.jinja; a GGUF file's tokenizer.chat_template;
+// plain for a llama2.c file, which has none): the first family whose template
 // marker it contains; plain when there is none or no family's marker matches.
 // A template file that cannot be read (not a regular file, a link out of the
 // directory, more than 64 MiB, invalid JSON) is an Error naming it.

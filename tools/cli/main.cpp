@@ -177,10 +177,7 @@ int cmd_chat(const Args& a) {
     const Tokenizer& tok = require_tokenizer(*model, "chat");
     const ModelConfig& config = model_config(*model);
     Session session(model, session_options_from_args(a, config));
-    const ChatFormat format =
-        a.str("model").size() > 4 && a.str("model").substr(a.str("model").size() - 4) == ".bin"
-            ? ChatFormat::plain
-            : detect_chat_format(a.str("model"));
+    const ChatFormat format = detect_chat_format(a.str("model"));
     ChatOptions co;
     co.system = a.str("system");
     if (a.has("date")) co.date = a.str("date");

@@ -68,6 +68,9 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
 
 // Model::load of a llama2.c .bin file (model/llama2c.cpp).
 std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, const LoadOptions& options);
+// The tokenizer of a llama2.c file: tok<vocab>.model next to it (vocab from
+// its header), or the tokenizer files of its directory.
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const std::filesystem::path& file, bool prefer_json);
 
 // Throws Error(config) unless 0 <= threads <= max_threads(); `what` names the
 // setting ("load options", "configuration").
