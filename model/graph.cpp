@@ -196,6 +196,7 @@ void attention_epilogue(const Model& model, const kernels::KernelTable& kt, Work
                     a.n_threads);
     if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
     if (a.dump) a.dump("attn_out", il, ws.tmp, t, c.hidden, h);
+    if (c.residual_scale != 1.0f) kt.scale(ws.tmp, size_t(t) * h, c.residual_scale);
     kt.add(ws.x, ws.tmp, size_t(t) * h);
 }
 
@@ -291,6 +292,7 @@ void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws
     kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
     if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_ffn_norm, c.rms_eps, ws.tmp, h);
     if (a.dump) a.dump("ffn_out", il, ws.tmp, t, c.hidden, h);
+    if (c.residual_scale != 1.0f) kt.scale(ws.tmp, size_t(t) * h, c.residual_scale);
     kt.add(ws.x, ws.tmp, size_t(t) * h);
 }
 
@@ -340,6 +342,7 @@ void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
     if (a.dump) a.dump("final_norm", -1, ws.xn, rows, c.hidden, h);
     const size_t v = size_t(c.vocab);
     kernels::matmul(kt, w.lm_head, ws.xn, h, rows, ws.logits, v, ws.matmul_scratch, a.n_threads);
+    if (c.logits_divisor != 1.0f) kt.scale(ws.logits, size_t(rows) * v, 1.0f / c.logits_divisor);
     if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(rows) * v, c.final_softcap);
     if (a.dump) a.dump("logits", -1, ws.logits, rows, c.vocab, v);
 }

@@ -52,6 +52,8 @@ struct ModelConfig {
     Activation activation = Activation::silu;
     float embed_scale = 1.0f;        // multiplies E[ids] (sqrt(H) for Gemma)
     float final_softcap = 0.0f;      // 0: none
+    float residual_scale = 1.0f;     // multiplies each attention and FFN output before its residual add (Granite)
+    float logits_divisor = 1.0f;     // the logits are divided by it, before the softcap (Granite logits_scaling)
     bool tie_embeddings = false;     // the output head is the embedding (no lm_head.weight)
     int max_position = 0;            // max_position_embeddings, informational
 

@@ -14,6 +14,7 @@ extern const FamilyDescriptor kQwen2Family;
 extern const FamilyDescriptor kQwen3Family;
 extern const FamilyDescriptor kMistralFamily;
 extern const FamilyDescriptor kSmolLM3Family;
+extern const FamilyDescriptor kGraniteFamily;
 
 namespace {
 
@@ -22,7 +23,7 @@ namespace {
 // holds Qwen3's marker <|im_start|>.
 constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily,   &kGemma3Family,  &kGemma4Family,
                                                  &kQwen2Family,   &kSmolLM3Family, &kQwen3Family,
-                                                 &kMistralFamily};
+                                                 &kMistralFamily, &kGraniteFamily};
 
 }  // namespace
 

@@ -555,7 +555,7 @@ TEST_CASE("config: YaRN as transformers 5.24 computes it") {
     CHECK(c.layers[0].attn_scale == doctest::Approx(af * af / 4.0).epsilon(1e-6));
 }
 
-TEST_CASE("config: SmolLM3 on Llama's reader") {
+TEST_CASE("config: SmolLM3 and Granite on Llama's reader") {
     // SmolLM3: no_rope_layers[i] == 1 means layer i uses RoPE (transformers 5.24
     // SmolLM3Config); a NoPE layer has zero frequencies and 1/sqrt(head_dim).
     ModelConfig c = llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layers": [1, 0, 1, 1])");
@@ -594,4 +594,31 @@ TEST_CASE("config: SmolLM3 on Llama's reader") {
                  ErrorKind::format, {"config.json", "no_rope_layers", "each of the 4 layers"});
     expect_error([] { llama_like("SmolLM3ForCausalLM", "smollm3", R"("no_rope_layers": [1, 2, 1, 1])"); },
                  ErrorKind::format, {"no_rope_layers", "entry 1 is not 0 or 1"});
+
+    // Granite: the four multipliers (transformers 5.24 modeling_granite.py).
+    c = llama_like("GraniteForCausalLM", "granite",
+                   R"("embedding_multiplier": 12.0, "attention_multiplier": 0.015625, "residual_multiplier": 0.22,
+                      "logits_scaling": 8.0)");
+    CHECK(c.family == "granite");
+    CHECK(!c.tie_embeddings);
+    CHECK(!c.add_bos);
+    CHECK(c.embed_scale == 12.0f);
+    CHECK(c.residual_scale == 0.22f);
+    CHECK(c.logits_divisor == 8.0f);
+    CHECK(c.layers[0].attn_scale == 0.015625f);
+    CHECK(c.layers[0].inv_freq[1] > 0.0f);
+    // Defaults: 1 each; the attention scale is then 1, not 1/sqrt(head_dim).
+    c = llama_like("GraniteForCausalLM", "granite", "");
+    CHECK(c.embed_scale == 1.0f);
+    CHECK(c.residual_scale == 1.0f);
+    CHECK(c.logits_divisor == 1.0f);
+    CHECK(c.layers[0].attn_scale == 1.0f);
+    expect_error([] { llama_like("GraniteForCausalLM", "granite", R"("residual_multiplier": 0)"); },
+                 ErrorKind::format, {"config.json", "'residual_multiplier' = 0"});
+    expect_error([] { llama_like("GraniteForCausalLM", "granite", R"("logits_scaling": 1e-40)"); },
+                 ErrorKind::format, {"logits_scaling"});
+    expect_error([] { llama_like("GraniteForCausalLM", "granite", R"("embedding_multiplier": 1e39)"); },
+                 ErrorKind::format, {"embedding_multiplier"});
+    expect_error([] { llama_like("GraniteForCausalLM", "granite", R"("attention_multiplier": -1)"); },
+                 ErrorKind::format, {"attention_multiplier"});
 }

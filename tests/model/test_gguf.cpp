@@ -442,7 +442,7 @@ TEST_CASE("gguf twins: every tensor equals its safetensors twin after the conver
         CHECK(q8 == (f.tensor("blk.0.attn_q.weight").type == GgmlType::q8_0));
         ++n_files;
     }
-    CHECK(n_files == 12);  // + smollm3-norope
+    CHECK(n_files == 13);  // + smollm3-norope, granite-multipliers
 }
 
 TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {

@@ -337,6 +337,18 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             [=] { load(key); });
     }
     {
+        // Granite's multipliers are floats in (0, FLT_MAX] (logits_scaling: its reciprocal is used).
+        const fs::path granite = fixtures_dir() / "granite-multipliers";
+        const fs::path neg = dirs.config_of(granite, [](json& j) { j["residual_multiplier"] = -0.22; });
+        row("Granite residual_multiplier -0.22", ErrorKind::format, {"config.json", "'residual_multiplier' = -0.22"},
+            [=] { load(neg); });
+        const fs::path big = dirs.config_of(granite, [](json& j) { j["embedding_multiplier"] = 1e39; });
+        row("Granite embedding_multiplier 1e39 (inf as a float)", ErrorKind::format, {"embedding_multiplier", "1e+39"},
+            [=] { load(big); });
+        const fs::path zero = dirs.config_of(granite, [](json& j) { j["logits_scaling"] = 0; });
+        row("Granite logits_scaling 0", ErrorKind::format, {"logits_scaling"}, [=] { load(zero); });
+    }
+    {
         // perplexity's default window became 1 and it blamed a --ctx never given.
         const fs::path d = dirs.config([](json& j) { j["max_position_embeddings"] = 1; });
         row("max_position_embeddings 1", ErrorKind::format, {"'max_position_embeddings' = 1", "[2, "},
@@ -677,6 +689,15 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
                  {"key 'gemma3.rope.scaling.factor'", "outside [1"}, "g_g3f.gguf",
                  tiny_gguf_model("gemma3").kv_u32("gemma3.attention.sliding_window", 4)
                      .kv_string("gemma3.rope.scaling.type", "linear").kv_f32("gemma3.rope.scaling.factor", 0.5f).bytes());
+        load_row("gguf granite residual_scale -1", ErrorKind::format,
+                 {"key 'granite.residual_scale'", "not a finite positive scale"}, "g_gr_res.gguf",
+                 tiny_gguf_model("granite").kv_f32("granite.residual_scale", -1.0f).bytes());
+        load_row("gguf granite logit_scale inf", ErrorKind::format,
+                 {"key 'granite.logit_scale'", "not a finite positive scale"}, "g_gr_logit.gguf",
+                 tiny_gguf_model("granite").kv_f32("granite.logit_scale", std::numeric_limits<float>::infinity()).bytes());
+        load_row("gguf granite attention.scale 0", ErrorKind::format,
+                 {"key 'granite.attention.scale'", "not a finite positive scale"}, "g_gr_att.gguf",
+                 tiny_gguf_model("granite").kv_f32("granite.attention.scale", 0.0f).bytes());
         {
             std::vector<float> v(16 * 32, 0.5f);
             v[16 * 3 + 5] = std::numeric_limits<float>::infinity();
