@@ -162,8 +162,12 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
     }
     std::string out = opening(t, o);
     size_t last_user = first;
+    bool any_user = false;
     for (size_t i = first; i < messages.size(); ++i)
-        if (messages[i].role == "user") last_user = i;
+        if (messages[i].role == "user") {
+            last_user = i;
+            any_user = true;
+        }
     for (size_t i = first; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "user") {
@@ -172,8 +176,13 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
         } else if (m.role == "assistant") {
             // Replies before the last user turn lose their reasoning (Qwen3).
             const std::string_view content = i < last_user ? after_thinking(t, m.content) : m.content;
-            out += std::string(t.assistant) + std::string(content_of(t, content)) + std::string(t.end_of_turn) +
-                   std::string(t.after_turn);
+            // Qwen3's template gives the conversation's last message, a reply after
+            // the last user turn, a thought block: an empty one (no_thinking) when
+            // the reply has none.
+            const bool empty_thought = !t.think_close.empty() && any_user && i > last_user &&
+                                       i + 1 == messages.size() && content.find(t.think_close) == std::string_view::npos;
+            out += std::string(t.assistant) + std::string(empty_thought ? t.no_thinking : std::string_view{}) +
+                   std::string(content_of(t, content)) + std::string(t.end_of_turn) + std::string(t.after_turn);
         } else {
             throw Error(ErrorKind::input, "unknown chat role '" + m.role + "' in message " +
                                               std::to_string(i));

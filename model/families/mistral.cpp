@@ -38,7 +38,6 @@ const ChatTemplate kMistralChat{
     .system_in_first_user = true,
     .user = "[INST] {system}{content} [/INST]",
     .end_of_turn = "</s>",
-    .trim = true,
     .stop_tokens = {"</s>"},
 };
 

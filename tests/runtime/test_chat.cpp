@@ -1,10 +1,12 @@
 // Chat templates against transformers: render_chat must produce the text that
-// apply_chat_template renders with the real Llama 3.1/3.2 and Gemma 4
-// templates (tests/fixtures/chat/chat_cases.json, tools/fixtures/make_chat_fixtures.py),
-// and the Llama 3 tokenizer.json must give the ids the Python tokenizer gave.
+// apply_chat_template renders with the real Llama 3.1/3.2, Gemma 4, Qwen 2.5,
+// Qwen 3 and Mistral 7B Instruct templates (tests/fixtures/chat/chat_cases.json,
+// tools/fixtures/make_chat_fixtures.py), and the Llama 3 tokenizer.json must give
+// the ids the Python tokenizer gave.
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,15 @@ std::vector<ChatMessage> messages_of(const json& c) {
     return out;
 }
 
-// The templates the renderer implements; llama3.0 (the template in
-// ../shared/data/llama3-tokenizer) has no system block and is not one of them.
+// The templates the renderer implements. Left out:
+// - llama3.0 (the template in ../shared/data/llama3-tokenizer): no system block.
+// - mistral-v1 (mistralai's "v1" template, the hub's current one for
+//   Mistral-7B-Instruct-v0.1/v0.2): it opens every user turn with " [INST] " and
+//   every reply with a space ("<s> [INST] Hi [/INST] Hello!</s>"); the mistral
+//   format writes the original template's "<s>[INST] Hi [/INST]Hello!</s>"
+//   (mistral-pre-v1), whose cases are all checked. That template has no system
+//   role (it raises), so the mistral format's system text (in front of the
+//   first user message, as v1 puts it) has no case that checks it.
 bool implemented(const std::string& t, ChatFormat* f) {
     if (t == "llama3.1" || t == "llama3.2") {
         *f = ChatFormat::llama3;
@@ -49,26 +58,42 @@ bool implemented(const std::string& t, ChatFormat* f) {
         *f = ChatFormat::gemma4;
         return true;
     }
+    if (t == "qwen2.5" || t == "qwen3") {
+        *f = chat_format_by_name(t == "qwen3" ? "qwen3" : "qwen2");
+        return true;
+    }
+    if (t == "mistral-pre-v1") {
+        *f = chat_format_by_name("mistral");
+        return true;
+    }
     return false;
 }
 
 }  // namespace
 
-TEST_CASE("render_chat matches apply_chat_template (Llama 3.1/3.2, Gemma 4)") {
+TEST_CASE("render_chat matches apply_chat_template (Llama 3.1/3.2, Gemma 4, Qwen 2.5/3, Mistral)") {
     const json doc = read_cases();
-    int checked = 0;
+    std::map<std::string, int> checked;
     for (const json& c : doc["cases"]) {
         ChatFormat f{};
         const std::string tmpl = c["template"].get<std::string>();
         if (!implemented(tmpl, &f)) continue;
         ChatOptions o;
         o.date = c["date"].get<std::string>();
-        const std::string got = render_chat(f, messages_of(c), o, c["add_generation_prompt"].get<bool>());
+        o.thinking = c.value("enable_thinking", true);
+        const bool generation_prompt = c["add_generation_prompt"].get<bool>();
+        const std::string got = render_chat(f, messages_of(c), o, generation_prompt);
         const std::string want = c["text"].get<std::string>();
-        CHECK_MESSAGE(got == want, tmpl, " ", c["name"].get<std::string>(), "\n got: ", got, "\nwant: ", want);
-        ++checked;
+        CHECK_MESSAGE(got == want, tmpl, " ", c["name"].get<std::string>(), " add_generation_prompt=", generation_prompt,
+                      " thinking=", o.thinking, "\n got: ", got, "\nwant: ", want);
+        ++checked[tmpl];
     }
-    CHECK(checked == 12);
+    CHECK(checked["llama3.1"] == 4);
+    CHECK(checked["llama3.2"] == 4);
+    CHECK(checked["gemma4"] == 4);
+    CHECK(checked["qwen2.5"] == 18);       // 9 conversations x add_generation_prompt
+    CHECK(checked["qwen3"] == 36);         // x enable_thinking
+    CHECK(checked["mistral-pre-v1"] == 12);  // the 6 without a system message
 }
 
 TEST_CASE("render_chat: a system message and ChatOptions::system give the same text") {
@@ -92,11 +117,76 @@ TEST_CASE("detect_chat_format reads the template files") {
     CHECK(detect_jinja("google-gemma-4-31B-it.jinja") == ChatFormat::gemma4);
     CHECK(detect_jinja("meta-llama-Llama-3.1-8B-Instruct.jinja") == ChatFormat::llama3);
     CHECK(detect_jinja("meta-llama-Llama-3.2-3B-Instruct.jinja") == ChatFormat::llama3);
+    CHECK(detect_jinja("Qwen-Qwen2.5-7B-Instruct.jinja") == chat_format_by_name("qwen2"));
+    CHECK(detect_jinja("Qwen-Qwen3-0.6B.jinja") == chat_format_by_name("qwen3"));
+    CHECK(detect_jinja("mistralai-Mistral-7B-Instruct-v0.2.jinja") == chat_format_by_name("mistral"));
+    CHECK(detect_jinja("mistralai-Mistral-7B-Instruct-v0.2-pre-v1.jinja") == chat_format_by_name("mistral"));
     std::filesystem::remove(dir / "chat_template.jinja");
     CHECK(detect_chat_format(dir) == ChatFormat::plain);
     std::filesystem::remove_all(dir);
     if (test::have_shared_data("chat format of llama3-tokenizer"))
         CHECK(detect_chat_format(test::shared_data() / "llama3-tokenizer") == ChatFormat::llama3);
+}
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("chat template markers: the Qwen and Mistral templates find their own families, and no other's") {
+    const ChatFormat qwen2 = chat_format_by_name("qwen2"), qwen3 = chat_format_by_name("qwen3"),
+                     mistral = chat_format_by_name("mistral");
+    CHECK(chat_format_from_template(read_text(chat_dir() / "Qwen-Qwen2.5-7B-Instruct.jinja")) == qwen2);
+    CHECK(chat_format_from_template(read_text(chat_dir() / "Qwen-Qwen3-0.6B.jinja")) == qwen3);
+    CHECK(chat_format_from_template(read_text(chat_dir() / "mistralai-Mistral-7B-Instruct-v0.2.jinja")) == mistral);
+    CHECK(chat_format_from_template(read_text(chat_dir() / "mistralai-Mistral-7B-Instruct-v0.2-pre-v1.jinja")) ==
+          mistral);
+    // The Llama 3 and Gemma templates hold none of the new markers (and still find their own families).
+    for (const char* file : {"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja",
+                             "google-gemma-4-31B-it.jinja"}) {
+        const std::string text = read_text(chat_dir() / file);
+        for (ChatFormat f : {qwen2, qwen3, mistral}) {
+            INFO(file, " ", chat_format_name(f));
+            CHECK(text.find(f.chat_template().marker) == std::string::npos);
+        }
+        CHECK(chat_format_from_template(text) == (std::string(file).starts_with("google") ? ChatFormat::gemma4
+                                                                                            : ChatFormat::llama3));
+    }
+    CHECK(chat_format_from_template("{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m.role }}\n") ==
+          chat_format_by_name("gemma3"));
+    // tokenizer_config.json "chat_template" (no chat_template.jinja) is read the same way.
+    test::TempDir tmp;
+    test::write_file(tmp.path / "tokenizer_config.json",
+                     json{{"chat_template", read_text(chat_dir() / "Qwen-Qwen3-0.6B.jinja")}}.dump());
+    CHECK(detect_chat_format(tmp.path) == qwen3);
+}
+
+TEST_CASE("chat: strip_thinking gives the reply after its reasoning block") {
+    const ChatFormat qwen3 = chat_format_by_name("qwen3");
+    // A closed block: the text after it, without the blank lines that follow it.
+    CHECK(strip_thinking(qwen3, "<think>\nreasoning\n</think>\n\nanswer") == "answer");
+    CHECK(strip_thinking(qwen3, "<think>\n\n</think>\n\nanswer\n\nmore") == "answer\n\nmore");
+    CHECK(strip_thinking(qwen3, "reasoning\n</think>\n\nanswer") == "answer");  // the open tag was in the prompt
+    // An unclosed block (generation stopped inside it) is all reasoning.
+    CHECK(strip_thinking(qwen3, "<think>\nstill thinking").empty());
+    CHECK(strip_thinking(qwen3, "\n<think>\nstill thinking").empty());
+    CHECK(strip_thinking(qwen3, "<think>").empty());
+    // No block: unchanged.
+    CHECK(strip_thinking(qwen3, "just an answer") == "just an answer");
+    CHECK(strip_thinking(qwen3, "a <think> in the middle") == "a <think> in the middle");
+    CHECK(strip_thinking(qwen3, "").empty());
+    // Templates without thinking tags leave the text alone.
+    for (ChatFormat f : {chat_format_by_name("qwen2"), chat_format_by_name("mistral"), ChatFormat::llama3,
+                         ChatFormat::gemma4, ChatFormat::plain}) {
+        INFO(chat_format_name(f));
+        CHECK(strip_thinking(f, "<think>\nreasoning\n</think>\n\nanswer") == "<think>\nreasoning\n</think>\n\nanswer");
+        CHECK(strip_thinking(f, "<think>\nstill thinking") == "<think>\nstill thinking");
+    }
 }
 
 TEST_CASE("Llama 3 chat texts tokenize to the ids of the Python tokenizer") {
