@@ -46,10 +46,11 @@ bool contains(const json& j, const char* key, std::string_view value) {
 // finite (the readers check each key; this catches what they derive).
 void check_derived(const ModelConfig& c, const std::string& file) {
     for (size_t il = 0; il < c.layers.size(); ++il)
-        for (float f : c.layers[il].inv_freq)
-            if (!std::isfinite(f) || f < 0)
-                throw Error(ErrorKind::format, file + ": the RoPE parameters give layer " + std::to_string(il) +
-                                                   " a non-finite or negative frequency");
+        for (const std::vector<float>* set : {&c.layers[il].inv_freq, &c.layers[il].inv_freq_long})
+            for (float f : *set)
+                if (!std::isfinite(f) || f < 0)
+                    throw Error(ErrorKind::format, file + ": the RoPE parameters give layer " + std::to_string(il) +
+                                                       " a non-finite or negative frequency");
 }
 
 }  // namespace

@@ -54,15 +54,19 @@ const FamilyDescriptor& gguf_family(const GgufFile& f) {
                                             "' is not supported (" + gguf_architectures_known() + " are)");
 }
 
+// The source tensor's rows: the matrix's own, or a fused tensor's (RowSource).
+int64_t tensor_rows(const WeightEntry& e) { return e.rows.tensor_rows ? e.rows.tensor_rows : e.n; }
+
 std::string ggml_shape(const WeightEntry& e) {
-    if (e.kind == WeightEntry::Kind::matrix) return "[" + std::to_string(e.k) + ", " + std::to_string(e.n) + "]";
+    if (e.kind == WeightEntry::Kind::matrix)
+        return "[" + std::to_string(e.k) + ", " + std::to_string(tensor_rows(e)) + "]";
     return "[" + std::to_string(e.n) + "]";
 }
 
 // GGUF dims are in ggml order: an [n][k] matrix is ne = {k, n}.
 bool shape_matches(const WeightEntry& e, const GgufTensor& t) {
     switch (e.kind) {
-        case WeightEntry::Kind::matrix: return t.n_dims == 2 && t.ne[0] == e.k && t.ne[1] == e.n;
+        case WeightEntry::Kind::matrix: return t.n_dims == 2 && t.ne[0] == e.k && t.ne[1] == tensor_rows(e);
         case WeightEntry::Kind::vector: return t.n_dims == 1 && t.ne[0] == e.n;
         case WeightEntry::Kind::scalar: return t.numel == 1;
     }
@@ -94,7 +98,8 @@ void warn_unused(const GgufFile& f, const std::vector<WeightEntry>& plan, const 
     constexpr size_t kMaxListed = 10;
     std::set<std::string_view> used;
     for (const WeightEntry& e : plan) used.insert(e.name);
-    used.insert("rope_freqs.weight");  // read by the family's parse_gguf
+    for (const char* read : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
+        used.insert(read);  // read by the family's parse_gguf
     size_t unused = 0;
     for (const GgufTensor& t : f.tensors()) {
         if (used.count(t.name)) continue;
@@ -124,8 +129,9 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     c.family = std::string(family.name);
     c.tie_embeddings = !f.find_tensor("output.weight");
     for (size_t il = 0; il < c.layers.size(); ++il)
-        for (float x : c.layers[il].inv_freq)
-            if (!std::isfinite(x) || x < 0)
+        for (const std::vector<float>* set : {&c.layers[il].inv_freq, &c.layers[il].inv_freq_long})
+            for (float x : *set)
+                if (!std::isfinite(x) || x < 0)
                 throw Error(ErrorKind::format, path.string() + ": the RoPE parameters give layer " +
                                                    std::to_string(il) + " a non-finite or negative frequency");
 
@@ -145,7 +151,8 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const kernels::GgmlTypeInfo* ti = kernels::ggml_type_info(t->type);
         if (!ti || !ti->dequantizable) gguf_dequantize_rows(*t, 0, 0, nullptr);  // throws unsupported, naming it
         src[i] = t;
-        total_bytes += t->bytes;
+        // A fused tensor counts once per matrix it holds, by its rows.
+        total_bytes += e.kind == WeightEntry::Kind::matrix ? uint64_t(e.n) * t->row_bytes() : t->bytes;
     }
     warn_unused(f, plan, c, model->warnings_);
 
@@ -220,6 +227,7 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         const GgufTensor& t = *src[task.entry];
         const bool interleaved =
             family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
+        const bool per_row = interleaved || e.rows.permuted();
         const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
         // Q8_0/Q5_0/Q4_0 into q8, Q4_0 into q4 and Q5_0 into q5: the quants
         // and scales as they are.
@@ -264,11 +272,13 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
         }
         for (int r0 = task.n0; r0 < task.n1; r0 += step) {
             const int r1 = std::min(task.n1, r0 + step);
-            // Consecutive runs of GGUF rows: the whole step, or one row
-            // at a time where the q/k rows are interleaved.
-            for (int r = r0; r < r1; r = interleaved ? r + 1 : r1) {
-                const int64_t g = interleaved ? gguf_llama_qk_row(r, head_dim) : r;
-                const int64_t count = interleaved ? 1 : r1 - r0;
+            // Consecutive runs of GGUF rows: the whole step, or one row at
+            // a time where the q/k rows are interleaved or permuted. Row r of
+            // the matrix is Hugging Face row source(r) of its part of the tensor.
+            for (int r = r0; r < r1; r = per_row ? r + 1 : r1) {
+                const int64_t hf = e.rows.source(r);
+                const int64_t g = e.rows.row0 + (interleaved ? gguf_llama_qk_row(hf, head_dim) : hf);
+                const int64_t count = per_row ? 1 : r1 - r0;
                 const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
                 const size_t at = size_t(r - r0) * row_floats;
                 if (q41) {

@@ -120,8 +120,7 @@ GgufModelInfo read_gguf_model_info(const GgufFile& f) {
                                           std::to_string(f.get_uint(p + "vocab_size")) + " but " + emb->where() +
                                           " has " + std::to_string(m.vocab) + " rows");
 
-    const int64_t H = m.hidden, F = m.ffn, q = int64_t(m.n_heads) * m.head_dim,
-                  kv = int64_t(m.n_kv_heads) * m.head_dim, V = m.vocab;
+    const int64_t H = m.hidden, V = m.vocab;
     expect_tensor(f, "output_norm.weight", {H});
     m.tied = !f.find_tensor("output.weight");
     expect_tensor(f, "output.weight", {H, V}, true);

@@ -160,6 +160,27 @@ void project_qkv(const Model& model, const kernels::KernelTable& kt, Workspace& 
     if (lc.v_norm) kt.rmsnorm(ws.v, size_t(hd), rows, hd, nullptr, c.rms_eps, ws.v, size_t(hd));
 }
 
+// The RoPE frequencies of a layer in a sequence whose cache holds `cache`:
+// LongRoPE's long set when the sequence can grow past rope_long_after
+// positions (llama.cpp's rule, by context size), else the one set.
+const float* rope_freqs(const LayerConfig& lc, const StaticKVCache& cache) {
+    const bool long_set = !lc.inv_freq_long.empty() && cache.max_seq() > lc.rope_long_after;
+    return long_set ? lc.inv_freq_long.data() : lc.inv_freq.data();
+}
+
+// LayerConfig::rope_scale on the rotated dims of `rows` rows of n_heads heads
+// (partial rotary: pairs j < rotary_dims/2 of each half of a head).
+void scale_rotated(const kernels::KernelTable& kt, const LayerConfig& lc, float* x, size_t ld, int rows, int n_heads) {
+    if (lc.rope_scale == 1.0f) return;
+    const int hd = lc.head_dim, rh = (lc.rotary_dims ? lc.rotary_dims : hd) / 2;
+    for (int r = 0; r < rows; ++r)
+        for (int h = 0; h < n_heads; ++h) {
+            float* head = x + size_t(r) * ld + size_t(h) * size_t(hd);
+            kt.scale(head, size_t(rh), lc.rope_scale);
+            kt.scale(head + hd / 2, size_t(rh), lc.rope_scale);
+        }
+}
+
 // The attention arguments of `t` query rows at ws.q + row * ldq from
 // position pos0 over layer il's cache view, output at `out`.
 kernels::AttentionArgs attention_args(const LayerConfig& lc, const KvView& kv, const float* q, float* out, int t,
@@ -218,10 +239,13 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
         const int pos = a.seqs->pos[i];
         StaticKVCache& cache = *a.seqs->caches[i];
         float* q = ws.q + size_t(i) * ldq;
-        kt.rope(q, ldq, 1, lc.n_heads, hd, pos, lc.inv_freq.data());
+        const float* inv = rope_freqs(lc, cache);
+        kt.rope(q, ldq, 1, lc.n_heads, hd, pos, inv);
+        scale_rotated(kt, lc, q, ldq, 1, lc.n_heads);
         if (owns) {
             float* k = ws.k + size_t(i) * ldkv;
-            kt.rope(k, ldkv, 1, lc.n_kv_heads, hd, pos, lc.inv_freq.data());
+            kt.rope(k, ldkv, 1, lc.n_kv_heads, hd, pos, inv);
+            scale_rotated(kt, lc, k, ldkv, 1, lc.n_kv_heads);
             cache.store(kt, il, pos, 1, k, ws.v + size_t(i) * ldkv, ldkv);
         }
         kt.attention(attention_args(lc, cache.view(il), q, ws.attn + size_t(i) * ldq, 1, pos), scratch, threads);
@@ -260,10 +284,13 @@ void attention_block(const Model& model, const kernels::KernelTable& kt, StaticK
     }
 
     project_qkv(model, kt, ws, a, il);
-    kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, lc.inv_freq.data());
+    const float* inv = rope_freqs(lc, cache);
+    kt.rope(ws.q, ldq, t, lc.n_heads, hd, a.pos0, inv);
+    scale_rotated(kt, lc, ws.q, ldq, t, lc.n_heads);
     if (a.dump) a.dump("q", il, ws.q, t, int(ldq), ldq);
     if (lc.kv_source == il) {
-        kt.rope(ws.k, ldkv, t, lc.n_kv_heads, hd, a.pos0, lc.inv_freq.data());
+        kt.rope(ws.k, ldkv, t, lc.n_kv_heads, hd, a.pos0, inv);
+        scale_rotated(kt, lc, ws.k, ldkv, t, lc.n_kv_heads);
         if (a.dump) {
             a.dump("k", il, ws.k, t, int(ldkv), ldkv);
             a.dump("v", il, ws.v, t, int(ldkv), ldkv);

@@ -22,15 +22,19 @@ namespace staticlm {
 
 namespace {
 
+// The source tensor's rows: the matrix's own, or a fused tensor's (RowSource).
+int64_t tensor_rows(const WeightEntry& e) { return e.rows.tensor_rows ? e.rows.tensor_rows : e.n; }
+
 std::string shape_of(const WeightEntry& e) {
-    if (e.kind == WeightEntry::Kind::matrix) return "[" + std::to_string(e.n) + ", " + std::to_string(e.k) + "]";
+    if (e.kind == WeightEntry::Kind::matrix)
+        return "[" + std::to_string(tensor_rows(e)) + ", " + std::to_string(e.k) + "]";
     return "[" + std::to_string(e.n) + "]";
 }
 
 bool shape_matches(const WeightEntry& e, const TensorView& t) {
     switch (e.kind) {
         case WeightEntry::Kind::matrix:
-            return t.shape.size() == 2 && t.shape[0] == e.n && t.shape[1] == e.k;
+            return t.shape.size() == 2 && t.shape[0] == tensor_rows(e) && t.shape[1] == e.k;
         case WeightEntry::Kind::vector: return t.shape.size() == 1 && t.shape[0] == e.n;
         case WeightEntry::Kind::scalar: return t.numel == 1 && t.shape.size() <= 1;
     }
@@ -216,7 +220,10 @@ namespace detail {
 void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::vector<const TensorView*>& src,
                      const LoadOptions& options) {
     uint64_t total_bytes = 0;
-    for (const TensorView* t : src) total_bytes += t->bytes;
+    for (size_t i = 0; i < plan.size(); ++i)  // a fused tensor counts once per matrix it holds, by its rows
+        total_bytes += plan[i].kind == WeightEntry::Kind::matrix
+                           ? uint64_t(plan[i].n) * uint64_t(plan[i].k) * dtype_size(src[i]->dtype)
+                           : src[i]->bytes;
     const WeightType type = options.weights;
     model.weight_type_ = type;
     model.native_weights_ = options.native_weights;
@@ -297,19 +304,36 @@ void convert_weights(Model& model, std::vector<WeightEntry>& plan, const std::ve
         for (int r0 = task.n0; r0 < task.n1; r0 += step) {
             const int r1 = std::min(task.n1, r0 + step);
             const size_t n_bytes = size_t(r1 - r0) * row_bytes;
-            const std::byte* rows = t.data ? t.data + size_t(r0) * row_bytes : nullptr;
+            // Tensor rows row0 + r0 .. in order, or one at a time where the
+            // rows are permuted (partial rotary q/k).
+            const int64_t first = e.rows.row0 + r0;
+            const std::byte* rows = t.data && !e.rows.permuted() ? t.data + size_t(first) * row_bytes : nullptr;
             if (!rows) {
                 scratch.resize(std::max(scratch.size(), n_bytes));
-                read_tensor_bytes(t, uint64_t(r0) * row_bytes, n_bytes, scratch.data());
+                if (!e.rows.permuted()) {
+                    read_tensor_bytes(t, uint64_t(first) * row_bytes, n_bytes, scratch.data());
+                } else {
+                    for (int r = r0; r < r1; ++r) {
+                        const uint64_t at = uint64_t(e.rows.row0 + e.rows.source(r)) * row_bytes;
+                        std::byte* dst = scratch.data() + size_t(r - r0) * row_bytes;
+                        if (t.data)
+                            std::memcpy(dst, t.data + at, row_bytes);
+                        else
+                            read_tensor_bytes(t, at, row_bytes, dst);
+                    }
+                }
                 rows = scratch.data();
             }
             const int64_t bad = first_non_finite(st, rows, 0, uint64_t(r1 - r0) * uint64_t(e.k));
-            if (bad >= 0) throw_non_finite(t, bad + int64_t(r0) * e.k);
+            if (bad >= 0) {
+                const int64_t r = r0 + bad / e.k;
+                throw_non_finite(t, (e.rows.row0 + e.rows.source(r)) * e.k + bad % e.k);
+            }
             kernels::pack_weights(e.matrix->type, st, rows, r1 - r0, e.k, 0, r1 - r0,
                                   e.matrix->data + size_t(r0 / kernels::kPanelRows) *
                                                        panel_stride[task.entry]);
         }
-        const uint64_t bytes = uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);
+        const uint64_t bytes = uint64_t(task.n1 - task.n0) * uint64_t(e.k) * dtype_size(t.dtype);  // of this entry
         const uint64_t now = done.fetch_add(bytes) + bytes;
         if (team.tid() == 0 && options.progress) options.progress(now, total_bytes);
     });

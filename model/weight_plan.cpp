@@ -27,11 +27,20 @@ struct Planner {
         p.push_back(std::move(e));
         return p.back();
     }
-    void matrix(WeightRole role, int layer, const LayerConfig* lc, int n, int k, PackedMatrix* m,
-                bool matmul = true) {
+    // Returns the entry's index (references into the plan move as it grows).
+    size_t matrix(WeightRole role, int layer, const LayerConfig* lc, int n, int k, PackedMatrix* m,
+                  bool matmul = true) {
         WeightEntry& e = add(WeightEntry::Kind::matrix, role, layer, lc, n, k);
         e.matrix = m;
         e.matmul = matmul;
+        return p.size() - 1;
+    }
+    // Entry i is rows [row0, row0 + n) of the fused tensor named by `fused` (tensor_rows rows).
+    void part_of(size_t i, WeightRole fused, int64_t row0, int64_t tensor_rows, const LayerConfig* lc) {
+        WeightEntry& e = p[i];
+        e.name = names(fused, e.layer, lc);
+        e.rows.row0 = row0;
+        e.rows.tensor_rows = tensor_rows;
     }
     // An RMSNorm weight (multiplies; gets the config's norm_weight_offset).
     void vector(WeightRole role, int layer, const LayerConfig* lc, int n, const float** v) {
@@ -72,10 +81,33 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
         const int q_dim = lc.n_heads * lc.head_dim, kv_dim = lc.n_kv_heads * lc.head_dim;
         const bool owns_kv = lc.kv_source == il;
         pl.vector(WeightRole::attn_norm, il, l, H, &lw.attn_norm);
-        pl.matrix(WeightRole::q, il, l, q_dim, H, &lw.q);
+        constexpr size_t kNone = ~size_t{0};
+        size_t qkv[3] = {pl.matrix(WeightRole::q, il, l, q_dim, H, &lw.q), kNone, kNone};
         if (owns_kv) {
-            pl.matrix(WeightRole::k, il, l, kv_dim, H, &lw.k);
-            if (!lc.k_eq_v) pl.matrix(WeightRole::v, il, l, kv_dim, H, &lw.v);
+            qkv[1] = pl.matrix(WeightRole::k, il, l, kv_dim, H, &lw.k);
+            if (!lc.k_eq_v) qkv[2] = pl.matrix(WeightRole::v, il, l, kv_dim, H, &lw.v);
+        }
+        if (lc.rotary_dims > 0 && lc.rotary_dims < lc.head_dim) {
+            // Norm and bias vectors would need the same permutation as the rows.
+            if (lc.qk_norm || lc.qkv_bias)
+                throw Error(ErrorKind::unsupported, "partial rotary embeddings with q/k norms or biases (layer " +
+                                                        std::to_string(il) + ")");
+            if (lc.rotary_dims % 2 || lc.head_dim % 2)
+                throw Error(ErrorKind::format, "rotary dims " + std::to_string(lc.rotary_dims) + " of head size " +
+                                                   std::to_string(lc.head_dim) + " are not even (layer " +
+                                                   std::to_string(il) + ")");
+        }
+        if (lc.rotary_dims > 0 && lc.rotary_dims < lc.head_dim)
+            for (size_t i : {qkv[0], qkv[1]})
+                if (i != kNone) p[i].rows.head_dim = lc.head_dim, p[i].rows.rotary = lc.rotary_dims;
+        if (c.fused_qkv) {
+            if (qkv[1] == kNone || qkv[2] == kNone)
+                throw Error(ErrorKind::unsupported, "fused q/k/v projections with KV sharing or K = V (layer " +
+                                                        std::to_string(il) + ")");
+            const int64_t rows = int64_t(q_dim) + 2 * int64_t(kv_dim);
+            pl.part_of(qkv[0], WeightRole::qkv, 0, rows, l);
+            pl.part_of(qkv[1], WeightRole::qkv, q_dim, rows, l);
+            pl.part_of(qkv[2], WeightRole::qkv, int64_t(q_dim) + kv_dim, rows, l);
         }
         if (lc.qkv_bias) {
             pl.bias(WeightRole::q_bias, il, l, q_dim, &lw.q_bias);
@@ -89,8 +121,12 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
             pl.vector(WeightRole::q_norm, il, l, lc.head_dim, &lw.q_norm);
             if (owns_kv) pl.vector(WeightRole::k_norm, il, l, lc.head_dim, &lw.k_norm);
         }
-        pl.matrix(WeightRole::gate, il, l, lc.ffn_dim, H, &lw.gate);
-        pl.matrix(WeightRole::up, il, l, lc.ffn_dim, H, &lw.up);
+        const size_t gate = pl.matrix(WeightRole::gate, il, l, lc.ffn_dim, H, &lw.gate);
+        const size_t up = pl.matrix(WeightRole::up, il, l, lc.ffn_dim, H, &lw.up);
+        if (c.fused_gate_up) {  // gate is the first half (transformers' chunk(2))
+            pl.part_of(gate, WeightRole::gate_up, 0, 2 * int64_t(lc.ffn_dim), l);
+            pl.part_of(up, WeightRole::gate_up, lc.ffn_dim, 2 * int64_t(lc.ffn_dim), l);
+        }
         pl.matrix(WeightRole::down, il, l, H, lc.ffn_dim, &lw.down);
         if (lc.sandwich_norms) {
             pl.vector(WeightRole::post_attn_norm, il, l, H, &lw.post_attn_norm);

@@ -22,6 +22,21 @@ struct LayerConfig {
     int ffn_dim = 0;
     float attn_scale = 1.0f;       // 1/sqrt(head_dim) for Llama, 1.0 for Gemma 4
     std::vector<float> inv_freq;   // [head_dim/2]; zeros pass dims through
+    // LongRoPE (Phi-3): a second set used when the sequence can grow past
+    // rope_long_after positions (the session's capacity), as llama.cpp decides
+    // by its context size; empty otherwise.
+    std::vector<float> inv_freq_long;
+    int rope_long_after = 0;
+    // Partial rotary embeddings in transformers' rotate-half layout (Phi-3):
+    // the first rotary_dims dims of each head rotate in pairs (i, i + rotary_dims/2).
+    // The loader permutes q/k rows so that these pairs are the kernel's (j, j + head_dim/2)
+    // and the other dims pairs of frequency 0. 0: head_dim.
+    int rotary_dims = 0;
+    // A RoPE attention factor (LongRoPE, YaRN) multiplies cos and sin, so the
+    // rotated dims of q and k. With every dim rotated it is folded into
+    // attn_scale (squared); with partial rotary the rotated dims of q and k are
+    // multiplied by it after RoPE. 1: none.
+    float rope_scale = 1.0f;
     bool qk_norm = false;          // RMSNorm(q), RMSNorm(k) per head with weights
     bool v_norm = false;           // RMSNorm(v) per head without weight
     bool k_eq_v = false;           // no v_proj: V is the raw k_proj output (Gemma 4 attention_k_eq_v)
@@ -52,6 +67,10 @@ struct ModelConfig {
     Activation activation = Activation::silu;
     float embed_scale = 1.0f;        // multiplies E[ids] (sqrt(H) for Gemma)
     float final_softcap = 0.0f;      // 0: none
+    // Fused projections in the checkpoint (Phi-3): one tensor holds q, k and v
+    // rows (qkv_proj), one gate and up (gate_up_proj); split at load.
+    bool fused_qkv = false;
+    bool fused_gate_up = false;
     float residual_scale = 1.0f;     // multiplies each attention and FFN output before its residual add (Granite)
     float logits_divisor = 1.0f;     // the logits are divided by it, before the softcap (Granite logits_scaling)
     bool tie_embeddings = false;     // the output head is the embedding (no lm_head.weight)

@@ -15,6 +15,7 @@ extern const FamilyDescriptor kQwen3Family;
 extern const FamilyDescriptor kMistralFamily;
 extern const FamilyDescriptor kSmolLM3Family;
 extern const FamilyDescriptor kGraniteFamily;
+extern const FamilyDescriptor kPhi3Family;
 
 namespace {
 
@@ -23,7 +24,7 @@ namespace {
 // holds Qwen3's marker <|im_start|>.
 constexpr const FamilyDescriptor* kFamilies[] = {&kLlamaFamily,   &kGemma3Family,  &kGemma4Family,
                                                  &kQwen2Family,   &kSmolLM3Family, &kQwen3Family,
-                                                 &kMistralFamily, &kGraniteFamily};
+                                                 &kMistralFamily, &kGraniteFamily, &kPhi3Family};
 
 }  // namespace
 
@@ -96,6 +97,8 @@ std::string hf_tensor_name(WeightRole role, int layer, const LayerConfig* lc, co
         case WeightRole::ple_proj: return lp + "per_layer_projection.weight";
         case WeightRole::ple_post_norm: return lp + "post_per_layer_input_norm.weight";
         case WeightRole::layer_scalar: return lp + "layer_scalar";
+        case WeightRole::qkv: return lp + "self_attn.qkv_proj.weight";
+        case WeightRole::gate_up: return lp + "mlp.gate_up_proj.weight";
     }
     return {};
 }
@@ -130,6 +133,8 @@ std::string gguf_tensor_name(WeightRole role, int layer, const LayerConfig*, con
         case WeightRole::ple_proj: return b + "proj.weight";
         case WeightRole::ple_post_norm: return b + "post_norm.weight";
         case WeightRole::layer_scalar: return b + "layer_output_scale.weight";
+        case WeightRole::qkv: return b + "attn_qkv.weight";
+        case WeightRole::gate_up: return b + "ffn_up.weight";  // llama.cpp keeps Phi-3's fused gate+up as ffn_up
     }
     return {};
 }

@@ -107,7 +107,7 @@ double rope_apply_yarn(std::vector<float>& inv, int head_dim, double theta, cons
     return y.factor <= 1 ? 1.0 : 0.1 * std::log(y.factor) + 1.0;
 }
 
-ModelConfig parse_llama_like(const ConfigReader& r) {
+ModelConfig parse_llama_like(const ConfigReader& r, bool read_rope) {
     using detail::kMaxDim, detail::kMaxHeads, detail::kMaxLayers, detail::kMaxVocab;
     ModelConfig c;
     c.hidden = int(r.integer("hidden_size", 0, 1, kMaxDim, true));
@@ -148,7 +148,7 @@ ModelConfig parse_llama_like(const ConfigReader& r) {
     lc.ffn_dim = ffn;
     c.layers.assign(size_t(c.n_layers), lc);
     for (int il = 0; il < c.n_layers; ++il) c.layers[size_t(il)].kv_source = il;
-    read_llama_rope(r, c);
+    if (read_rope) read_llama_rope(r, c);
     return c;
 }
 
@@ -179,10 +179,11 @@ void set_sliding_layers(const ConfigReader& r, ModelConfig& c, int window, bool 
 // llama.cpp's Llama-like architectures: rope.dimension_count must be the head
 // size; Llama 3 scaling arrives as rope_freqs.weight (per-frequency divisors,
 // as llama.cpp applies them), linear and YaRN scaling as rope.scaling.*.
-ModelConfig parse_llama_like_gguf(const GgufFile& f) {
+ModelConfig parse_llama_like_gguf(const GgufFile& f, bool read_rope) {
     const GgufModelInfo info = read_gguf_model_info(f);
     ModelConfig c = gguf_base_config(f, info);
     c.activation = Activation::silu;
+    if (!read_rope) return c;
     const std::string p = info.architecture + ".";
     if (f.find(p + "rope.dimension_count") &&
         f.get_uint(p + "rope.dimension_count", uint64_t(INT32_MAX)) != uint64_t(info.head_dim))
@@ -241,6 +242,7 @@ ModelConfig parse_llama_like_gguf(const GgufFile& f) {
 namespace {
 
 ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) { return parse_llama_like(r); }
+ModelConfig parse_llama_gguf(const GgufFile& f) { return parse_llama_like_gguf(f); }
 
 constexpr ConfigForm kForms[] = {
     {.architecture = "LlamaForCausalLM", .model_type = "llama", .nested = false, .tie_default = false},
@@ -273,7 +275,7 @@ const FamilyDescriptor kLlamaFamily{
     .forms = kForms,
     .gguf_architectures = kGguf,
     .parse = parse_llama,
-    .parse_gguf = parse_llama_like_gguf,
+    .parse_gguf = parse_llama_gguf,
     .gguf_qk_interleaved = true,
     .hf_layouts = kLayouts,
     .hf_name = hf_tensor_name,

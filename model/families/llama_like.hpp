@@ -17,7 +17,9 @@ namespace staticlm {
 // attention scale 1/sqrt(head_dim) (times YaRN's attention factor squared).
 // attention_bias / mlp_bias true are refused: a family with biases sets them
 // itself.
-ModelConfig parse_llama_like(const detail::ConfigReader& r);
+// read_rope false: inv_freq and the attention scale are left for the caller
+// (a family with its own RoPE keys, Phi-3).
+ModelConfig parse_llama_like(const detail::ConfigReader& r, bool read_rope = true);
 
 // Sliding-window layers of size `window` (> 0): the layers config.json's
 // `layer_types` marks "sliding_attention" when it has that key (one entry per
@@ -31,7 +33,7 @@ void set_sliding_layers(const detail::ConfigReader& r, ModelConfig& c, int windo
 // RoPE from <arch>.rope.freq_base and <arch>.rope.scaling.* (none, linear,
 // yarn, llama3 via rope_freqs.weight), silu. Partial rotary dimensions are
 // refused.
-ModelConfig parse_llama_like_gguf(const GgufFile& f);
+ModelConfig parse_llama_like_gguf(const GgufFile& f, bool read_rope = true);
 
 // YaRN as transformers 5.24 computes it (_compute_yarn_parameters): inv_freq
 // blends extrapolated and interpolated frequencies by a ramp over the

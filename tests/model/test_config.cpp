@@ -622,3 +622,71 @@ TEST_CASE("config: SmolLM3 and Granite on Llama's reader") {
     expect_error([] { llama_like("GraniteForCausalLM", "granite", R"("attention_multiplier": -1)"); },
                  ErrorKind::format, {"attention_multiplier"});
 }
+
+namespace {
+
+// A Phi-3 config (hidden 64, 4 heads of 16) with `extra` keys.
+ModelConfig phi3(const std::string& extra) {
+    return parse_model_config(R"({"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+        "vocab_size": 100, "max_position_embeddings": 256, "original_max_position_embeddings": 16,
+        "rope_theta": 10000.0)" + (extra.empty() ? "" : ", " + extra) + "}",
+                              "config.json");
+}
+
+const std::string kLongRope = R"("rope_scaling": {"type": "longrope", "short_factor": [1, 1.25, 1.5, 2],
+                                  "long_factor": [1.5, 2.75, 4.5, 7.25]})";
+
+}  // namespace
+
+TEST_CASE("config: Phi-3 (fused projections, partial rotary, LongRoPE, window)") {
+    ModelConfig c = phi3(R"("partial_rotary_factor": 0.5, "sliding_window": 6, )" + kLongRope);
+    CHECK(c.family == "phi3");
+    CHECK(c.fused_qkv);
+    CHECK(c.fused_gate_up);
+    const LayerConfig& l = c.layers[0];
+    CHECK(l.rotary_dims == 8);
+    CHECK(l.window == 6);
+    CHECK(l.rope_long_after == 16);
+    // inv_freq in the kernel's layout: the 4 rotated pairs 1 / (factor · 1e4^(2i/8)), then zeros
+    // (the values transformers 5.24 computes, tests/fixtures/phi3-longrope-partial/notes.json).
+    const std::vector<float> want_short = {1.0f, 0.08f, 0.0066667f, 0.0005f, 0, 0, 0, 0};
+    const std::vector<float> want_long = {0.6666667f, 0.0363636f, 0.0022222f, 0.00013793f, 0, 0, 0, 0};
+    REQUIRE(l.inv_freq.size() == 8);
+    REQUIRE(l.inv_freq_long.size() == 8);
+    for (size_t i = 0; i < 8; ++i) {
+        CHECK(l.inv_freq[i] == doctest::Approx(want_short[i]).epsilon(1e-5));
+        CHECK(l.inv_freq_long[i] == doctest::Approx(want_long[i]).epsilon(1e-5));
+    }
+    // sqrt(1 + ln(256/16) / ln 16) = sqrt(2) scales the rotated dims only (partial rotary).
+    CHECK(l.rope_scale == doctest::Approx(std::sqrt(2.0)));
+    CHECK(l.attn_scale == doctest::Approx(0.25));
+    // All dims rotated: the factor is folded into the attention scale.
+    c = phi3(R"("rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1, 1, 1, 1, 1],
+               "long_factor": [2, 2, 2, 2, 2, 2, 2, 2]})");
+    CHECK(c.layers[0].rotary_dims == 0);
+    CHECK(c.layers[0].rope_scale == 1.0f);
+    CHECK(c.layers[0].attn_scale == doctest::Approx(2.0 * 0.25));
+    CHECK(c.layers[0].window == 0);
+    // No scaling: one set, no long one.
+    c = phi3("");
+    CHECK(c.layers[0].inv_freq_long.empty());
+    CHECK(c.layers[0].inv_freq == rope_inv_freq_default(16, 10000.0));
+}
+
+TEST_CASE("config: Phi-3 errors name the key and the file") {
+    expect_error([] { phi3(R"("partial_rotary_factor": 0)"); }, ErrorKind::format,
+                 {"config.json", "partial_rotary_factor"});
+    expect_error([] { phi3(R"("partial_rotary_factor": 1.5)"); }, ErrorKind::format,
+                 {"config.json", "partial_rotary_factor"});
+    expect_error([] { phi3(R"("partial_rotary_factor": 0.1875)"); }, ErrorKind::unsupported,
+                 {"config.json", "3 rotary dims"});
+    expect_error([] { phi3(R"("rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1, 1, 1]})"); },
+                 ErrorKind::format, {"config.json", "rope_scaling.short_factor", "list of 8 numbers"});
+    expect_error([] { phi3(R"("partial_rotary_factor": 0.5, "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1], "long_factor": [1, 0, 1, 1]})"); },
+                 ErrorKind::format, {"config.json", "rope_scaling.long_factor", "entry 1"});
+    expect_error([] { phi3(R"("partial_rotary_factor": 0.5, "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1]})"); },
+                 ErrorKind::format, {"config.json", "long_factor", "missing"});
+    expect_error([] { phi3(R"("rope_scaling": {"type": "dynamic", "factor": 2})"); }, ErrorKind::unsupported,
+                 {"config.json", "'dynamic'"});
+}

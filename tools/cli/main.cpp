@@ -189,7 +189,8 @@ int cmd_chat(const Args& a) {
     std::ios::sync_with_stdio(false);  // stdin is read only through std::cin here (fast long lines)
     std::string line;
     Output out;
-    ThinkingFilter filter{&out};
+    ThinkingFilter filter;
+    filter.out = &out;
     if (a.has("hide-thinking")) {
         filter.open = format.chat_template().think_open;
         filter.close = format.chat_template().think_close;

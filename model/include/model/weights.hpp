@@ -26,6 +26,28 @@ enum class WeightRole : uint8_t {
     ffn_norm,        // the norm in front of the FFN
     post_ffn_norm,   // sandwich: norm of the FFN output
     gate, up, down, ple_gate, ple_proj, ple_post_norm, layer_scalar,
+    qkv, gate_up,  // names of fused source tensors (ModelConfig::fused_*): their rows are q/k/v, gate/up
+};
+
+// Where a matrix's rows are in its source tensor: row r of the matrix is
+// tensor row row0 + source(r). A fused tensor (Phi-3's qkv_proj, gate_up_proj)
+// holds several matrices at row offsets. Partial rotary embeddings in the
+// rotate-half layout (0 < rotary < head_dim) permute the q/k rows of each
+// head: the rotated pairs (i, i + rotary/2) become the pairs (j, j + head_dim/2)
+// that the rope kernel turns, and the other dims fill the pairs of frequency 0.
+struct RowSource {
+    int64_t row0 = 0;
+    int64_t tensor_rows = 0;     // rows of the source tensor; 0: the matrix's own
+    int head_dim = 0, rotary = 0;
+    bool permuted() const { return rotary > 0 && rotary < head_dim; }
+    int64_t source(int64_t r) const {
+        if (!permuted()) return r;
+        const int64_t hd = head_dim, half = hd / 2, rh = rotary / 2, d = r % hd, base = r - d;
+        if (d < rh) return base + d;                                   // first rotated half
+        if (d >= half && d < half + rh) return base + rh + (d - half);  // second rotated half
+        if (d < half) return base + rotary + (d - rh);                 // passed through
+        return base + rotary + (half - rh) + (d - half - rh);
+    }
 };
 
 // One weight of the plan: its role and checkpoint name, its shape and where
@@ -46,6 +68,7 @@ struct WeightEntry {
                                    // norm_weight_offset at load); biases add
 
     float* scalar = nullptr;       // [1] tensors (Gemma layer_scalar)
+    RowSource rows;                // matrices: where the rows are in the source tensor
     size_t offset = 0;             // into the arena (64-byte aligned)
     size_t bytes = 0;              // in the arena
 };
