@@ -413,6 +413,16 @@ TEST_CASE("gguf twins: every tensor equals its safetensors twin after the conver
             }
             const GgufTensor& t = f.tensor(n.key());
             const std::vector<float> got = gguf_read_f32(t);
+            if (source.starts_with("config.json ")) {
+                // Phi-3's LongRoPE factors: the config's list, as F32.
+                const std::string key = source.substr(source.rfind('.') + 1);  // short_factor / long_factor
+                std::ifstream cf(source_dir() / c.at("source").get<std::string>() / "config.json");
+                const nlohmann::json cfg = nlohmann::json::parse(cf);
+                const std::vector<float> want = cfg.at("rope_scaling").at(key).get<std::vector<float>>();
+                CHECK(got == want);
+                ++n_tensors;
+                continue;
+            }
             const std::vector<float> hf = read_f32(st.at(source));
             REQUIRE(got.size() == hf.size());
             std::vector<float> want(hf.size());
@@ -432,17 +442,22 @@ TEST_CASE("gguf twins: every tensor equals its safetensors twin after the conver
                     const size_t b = i / 32 * 32;
                     for (size_t e = b; e < b + 32; ++e) m = std::max(m, std::fabs(want[e]));
                     return m / 127.0f;
-                }() + 1e-7f : bits(got[i]) == bits(want[i]);
+                }() + 1e-7f
+                                : t.type == GgmlType::f16  // the Q8_0 outtype keeps some tensors F16
+                                    ? std::fabs(got[i] - want[i]) <= std::fabs(want[i]) * 0x1p-11f + 0x1p-24f
+                                    : bits(got[i]) == bits(want[i]);
                 mismatched += !ok;
             }
             ++n_tensors;
         }
         CHECK(mismatched == 0);
         CHECK(n_tensors == c.at("names").size());
-        CHECK(q8 == (f.tensor("blk.0.attn_q.weight").type == GgmlType::q8_0));
+        const GgufTensor* q = f.find_tensor("blk.0.attn_q.weight");
+        if (!q) q = &f.tensor("blk.0.attn_qkv.weight");  // Phi-3: fused
+        CHECK(q8 == (q->type == GgmlType::q8_0));
         ++n_files;
     }
-    CHECK(n_files == 13);  // + smollm3-norope, granite-multipliers
+    CHECK(n_files == 17);  // + smollm3, granite, 2 phi3 and the qwen2/phi3 Q8_0 twins
 }
 
 TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {

@@ -202,9 +202,13 @@ TEST_CASE("golden GGUF twins match their safetensors twins' references") {
 // A Q8_0 twin: its weights were rounded to 8 bits by the converter, so even
 // --weights f32 is held to the q8 budget (and exact f16/bf16 are not
 // meaningful beyond it).
-TEST_CASE("golden GGUF Q8_0 twin stays within the q8 budget") {
+// The Qwen2 twin adds biases; the Phi-3 twin fused attn_qkv/ffn_up blocks read
+// at row offsets and q/k rows permuted for partial rotary, through the path
+// that keeps Q8_0 quants and scales as they are (--weights q8).
+TEST_CASE("golden GGUF Q8_0 twins stay within the q8 budget") {
     const std::filesystem::path g = test::fixtures_dir() / "gguf";
-    for (WeightType w : {WeightType::f32, WeightType::q8})
-        check_model(g / "llama-tied.q8_0.gguf", test::fixtures_dir() / "llama-tied" / "reference.safetensors",
-                    Budget{w, 8e-2, 0.9, false});
+    for (const char* name : {"llama-tied", "qwen2-tied", "phi3-longrope-partial"})
+        for (WeightType w : {WeightType::f32, WeightType::q8})
+            check_model(g / (std::string(name) + ".q8_0.gguf"), test::fixtures_dir() / name / "reference.safetensors",
+                        Budget{w, 8e-2, 0.9, false});
 }
