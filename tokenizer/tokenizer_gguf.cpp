@@ -131,19 +131,23 @@ enum class GgufPre {
     kQwen2,      // NFC, Split(Qwen2 regex), ByteLevel
     kStarcoder,  // Digits(individual), ByteLevel with GPT-2's regex
     kGpt2,       // ByteLevel with GPT-2's regex
+    kO200k,      // Split(o200k regex), ByteLevel
+    kTekken,     // Split(Tekken regex), ByteLevel; ignore_merges
 };
 struct GgufPreName {
     const char* name;
     GgufPre rule;
 };
 // smollm: SmolLM and SmolLM2; refact: Granite 3.x; qwen2: Qwen1.5 to Qwen3;
-// smaug-bpe: SmolLM3 (its Llama 3 vocabulary hashes as Smaug's).
+// smaug-bpe: SmolLM3 (its Llama 3 vocabulary hashes as Smaug's); gpt-4o:
+// Phi-4-mini (o200k); tekken: Mistral Nemo, Ministral.
 constexpr GgufPreName kGgufPres[] = {
     {"llama-bpe", GgufPre::kLlama3},    {"llama3", GgufPre::kLlama3},
     {"llama-v3", GgufPre::kLlama3},     {"smaug-bpe", GgufPre::kLlama3},
     {"qwen2", GgufPre::kQwen2},         {"deepseek-r1-qwen", GgufPre::kQwen2},
     {"starcoder", GgufPre::kStarcoder}, {"refact", GgufPre::kStarcoder},
-    {"smollm", GgufPre::kStarcoder},    {"gpt-2", GgufPre::kGpt2},
+    {"smollm", GgufPre::kStarcoder},    {"gpt-4o", GgufPre::kO200k},
+    {"tekken", GgufPre::kTekken},       {"gpt-2", GgufPre::kGpt2},
     {"gpt2", GgufPre::kGpt2},
 };
 
@@ -198,6 +202,16 @@ void set_pre(const GgufVocab& v, JsonTokenizer& t) {
         }
         case GgufPre::kGpt2:
             add_byte_level(t, true);
+            break;
+        case GgufPre::kO200k:
+        case GgufPre::kTekken:
+            // llama.cpp splits with an ASCII-only stand-in for the case
+            // classes (letters not a-z / not A-Z, no \p{M}); this is the
+            // tokenizer.json's regex (the two agree on ASCII letters).
+            split.regex = found->rule == GgufPre::kO200k ? SplitRegex::kO200k : SplitRegex::kTekken;
+            t.pre_.push_back(split);
+            add_byte_level(t, false);
+            t.ignore_merges_ = found->rule == GgufPre::kTekken;  // as llama.cpp's "tekken"
             break;
     }
 }
@@ -307,7 +321,8 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
         t->decoder_.push_back({DecKind::kByteLevel, "", "", 0, 0, PrependScheme::kAlways});
     }
     // llama.cpp's defaults when the keys are absent: BOS for SentencePiece-style
-    // vocabularies and Llama 3, nothing at the end.
+    // vocabularies, Llama 3 and Tekken (the gpt2 rules with ignore_merges),
+    // nothing at the end.
     const bool llama3 = !metaspace && t->ignore_merges_;
     const bool add_bos = v.add_bos >= 0 ? v.add_bos != 0 : (metaspace || llama3);
     const bool add_eos = v.add_eos > 0;

@@ -300,7 +300,8 @@ void parse_pre_tokenizer(const JsonAt& a, std::vector<PreStep>& out) {
             if (!known_split_regex(re, s.regex))
                 unsupported(file,
                             "pre_tokenizer Split regex " + printable(re) +
-                                " (only the Llama 3, Qwen2 and GPT-2 patterns are implemented)");
+                                " (only the Llama 3, Qwen2, GPT-2, o200k and Tekken patterns are "
+                                "implemented)");
         } else {
             throw Error(ErrorKind::format, file + ": pre_tokenizer Split has no pattern");
         }

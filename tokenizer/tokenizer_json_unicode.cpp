@@ -1,5 +1,5 @@
-// UTF-8 handling, NFC, and the hand-written Llama 3 / Qwen2 / GPT-2
-// pre-tokenizer splitters. The splitters reproduce the leftmost-first,
+// UTF-8 handling, NFC, and the hand-written Llama 3 / Qwen2 / GPT-2 / o200k /
+// Tekken pre-tokenizer splitters. The splitters reproduce the leftmost-first,
 // greedy-with-backtracking result Oniguruma gives for each alternative;
 // comments show the alternative.
 #include "tokenizer/tokenizer_json_unicode.hpp"
@@ -39,6 +39,15 @@ constexpr AsciiTable kAscii;
 }  // namespace
 
 bool is_letter(uint32_t cp) { return in_ranges(kLetterRanges, kLetterRanges_count, cp); }
+
+uint8_t case_class(uint32_t cp) {
+    if (cp < 128)
+        return (cp >= 'A' && cp <= 'Z') ? kCaseUpper : (cp >= 'a' && cp <= 'z') ? kCaseLower : 0;
+    const CaseClassRange* end = kCaseClassRanges + kCaseClassRanges_count;
+    const CaseClassRange* it = std::upper_bound(
+        kCaseClassRanges, end, cp, [](uint32_t v, const CaseClassRange& r) { return v < r.first; });
+    return (it != kCaseClassRanges && cp <= (it - 1)->last) ? (it - 1)->flags : 0;
+}
 bool is_number(uint32_t cp) { return in_ranges(kNumberRanges, kNumberRanges_count, cp); }
 
 bool is_space(uint32_t cp) {
@@ -308,6 +317,19 @@ constexpr std::string_view kQwen2Regex =
 constexpr std::string_view kGpt2Regex =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+// GPT-4o's o200k_base (tiktoken's openai_public.py; Phi-4-mini's tokenizer.json)
+// and Mistral's Tekken (Mistral Nemo's tokenizer.json): words split at case
+// changes, Tekken without the contraction suffixes and with single digits.
+constexpr std::string_view kO200kRegex =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kTekkenRegex =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 bool is_ws(CharClass k) { return k == CharClass::kSpace || k == CharClass::kNewline; }
 
 uint32_t ascii_lower(uint32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
@@ -379,6 +401,80 @@ size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass
     return 1;  // unreachable: every class is covered above
 }
 
+constexpr size_t kNoMatch = static_cast<size_t>(-1);
+
+// [U]*[W]+ at s (U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]):
+// the end of the match, or kNoMatch. U* takes the whole U run first; when no W
+// follows it, backtracking gives back U characters until one that is also W
+// (Lm, Lo, a mark) can be W+'s one character.
+size_t upper_star_lower_plus(const std::vector<uint8_t>& cs, size_t s, size_t n) {
+    size_t u = s;
+    while (u < n && (cs[u] & kCaseUpper)) ++u;
+    if (u < n && (cs[u] & kCaseLower)) {
+        size_t j = u + 1;
+        while (j < n && (cs[j] & kCaseLower)) ++j;
+        return j;
+    }
+    for (size_t k = u; k > s; --k)
+        if (cs[k - 1] & kCaseLower) return k;  // its W run ends here: k is not W
+    return kNoMatch;
+}
+
+// [U]+[W]* at s: the end, or kNoMatch.
+size_t upper_plus_lower_star(const std::vector<uint8_t>& cs, size_t s, size_t n) {
+    if (s >= n || !(cs[s] & kCaseUpper)) return kNoMatch;
+    size_t j = s + 1;
+    while (j < n && (cs[j] & kCaseUpper)) ++j;
+    while (j < n && (cs[j] & kCaseLower)) ++j;
+    return j;
+}
+
+// o200k's regex, and Tekken's when max_digits is 1 and contractions false.
+size_t match_o200k(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls,
+                   const std::vector<uint8_t>& cs, size_t i, size_t n, size_t max_digits,
+                   bool contractions) {
+    const CharClass k = cls[i];
+    // [^\r\n\p{L}\p{N}]? : taken first, given back when the rest fails (a mark
+    // can be the prefix and also the first letter-class character).
+    const bool prefix = k == CharClass::kSpace || k == CharClass::kOther;
+    // [^\r\n\p{L}\p{N}]?[U]*[W]+(?i:'s|...)? then [^\r\n\p{L}\p{N}]?[U]+[W]*(?i:'s|...)?
+    size_t end = prefix ? upper_star_lower_plus(cs, i + 1, n) : kNoMatch;
+    if (end == kNoMatch) end = upper_star_lower_plus(cs, i, n);
+    if (end == kNoMatch && prefix) end = upper_plus_lower_star(cs, i + 1, n);
+    if (end == kNoMatch) end = upper_plus_lower_star(cs, i, n);
+    if (end != kNoMatch) {
+        if (contractions && end < n) end += contraction(cp, end, n, true);
+        return end - i;
+    }
+    // \p{N}{1,3} (Tekken: \p{N})
+    if (k == CharClass::kNumber) {
+        size_t j = i + 1;
+        while (j < n && j < i + max_digits && cls[j] == CharClass::kNumber) ++j;
+        return j - i;
+    }
+    //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+    size_t start = n;
+    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther)
+        start = i + 1;
+    else if (k == CharClass::kOther)
+        start = i;
+    if (start < n) {
+        size_t j = start;
+        while (j < n && cls[j] == CharClass::kOther) ++j;
+        while (j < n && (cls[j] == CharClass::kNewline || cp[j] == '/')) ++j;
+        return j - i;
+    }
+    // \s*[\r\n]+ | \s+(?!\S) | \s+, as in Llama 3's.
+    size_t j = i, last_newline = n;
+    while (j < n && is_ws(cls[j])) {
+        if (cls[j] == CharClass::kNewline) last_newline = j;
+        ++j;
+    }
+    if (last_newline < n) return last_newline + 1 - i;
+    if (j > i) return space_run(cls, i, n);
+    return 1;  // unreachable: every class is covered above
+}
+
 size_t match_gpt2(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls, size_t i,
                   size_t n) {
     if (size_t c = contraction(cp, i, n, false)) return c;
@@ -405,6 +501,14 @@ bool known_split_regex(std::string_view pattern, SplitRegex& which) {
         which = SplitRegex::kQwen2;
         return true;
     }
+    if (pattern == kO200kRegex) {
+        which = SplitRegex::kO200k;
+        return true;
+    }
+    if (pattern == kTekkenRegex) {
+        which = SplitRegex::kTekken;
+        return true;
+    }
     if (pattern == kGpt2Regex) {
         which = SplitRegex::kGpt2;
         return true;
@@ -419,6 +523,11 @@ void split_regex(SplitRegex which, std::string_view text, SplitScratch& sc,
     const size_t n = sc.cps.size();
     sc.classes.resize(n);
     for (size_t i = 0; i < n; ++i) sc.classes[i] = char_class(sc.cps[i]);
+    const bool cased = which == SplitRegex::kO200k || which == SplitRegex::kTekken;
+    if (cased) {
+        sc.cases.resize(n);
+        for (size_t i = 0; i < n; ++i) sc.cases[i] = case_class(sc.cps[i]);
+    }
     size_t i = 0;
     while (i < n) {
         size_t len;
@@ -428,6 +537,12 @@ void split_regex(SplitRegex which, std::string_view text, SplitScratch& sc,
                 break;
             case SplitRegex::kQwen2:
                 len = match_llama3(sc.cps, sc.classes, i, n, 1);
+                break;
+            case SplitRegex::kO200k:
+                len = match_o200k(sc.cps, sc.classes, sc.cases, i, n, 3, true);
+                break;
+            case SplitRegex::kTekken:
+                len = match_o200k(sc.cps, sc.classes, sc.cases, i, n, 1, false);
                 break;
             default:
                 len = match_gpt2(sc.cps, sc.classes, i, n);

@@ -1,8 +1,9 @@
 // Tokenizers from GGUF metadata (tokenizer/tokenizer_gguf.cpp via
 // model/gguf_vocab.cpp): small hand-made vocabularies, the byte-level BPE
-// fixture written as a GGUF here, a Qwen2-layout vocabulary made by llama.cpp's
-// converter, and — when present — the real Gemma 3 GGUF and a converted Llama 3
-// vocabulary against the tokenizers library's ids (tests/fixtures/tokenizers/).
+// fixture written as a GGUF here, Qwen2-, Phi-4-mini- (gpt-4o) and Mistral Nemo-
+// layout (tekken) vocabularies made by llama.cpp's converter, and — when
+// present — the real Gemma 3 GGUF and a converted Llama 3 vocabulary against
+// the tokenizers library's ids (tests/fixtures/tokenizers/).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -181,8 +182,8 @@ TEST_CASE("gguf gpt2 vocabulary: the byte-level BPE fixture matches the tokenize
     CHECK(tok->bos_id() == 382);
     check_corpus(*tok, expected.at("cases"), "ids", "ids_with_special", "decoded");
     expect_error(
-        [&] { tokenizer_from(tmp, "pre.gguf", bytelevel_gguf("tekken")); }, ErrorKind::unsupported,
-        {"pre.gguf", "tokenizer.ggml.pre \"tekken\"", "supported: llama-bpe", "qwen2", "refact"});
+        [&] { tokenizer_from(tmp, "pre.gguf", bytelevel_gguf("dbrx")); }, ErrorKind::unsupported,
+        {"pre.gguf", "tokenizer.ggml.pre \"dbrx\"", "supported: llama-bpe", "qwen2", "refact", "tekken"});
     auto gpt2 = tokenizer_from(tmp, "gpt2.gguf", bytelevel_gguf("gpt-2"));
     CHECK(gpt2->decode(gpt2->encode("Hello, world!  ok", false)) == "Hello, world!  ok");
 }
@@ -214,12 +215,58 @@ TEST_CASE("gguf qwen2 vocabulary (llama.cpp's converter) gives the tokenizers li
         check_corpus(*star, expected.at("cases"), "starcoder", "starcoder", "starcoder_decoded");
     }
     // Any other value is an error naming it, the file and what is supported.
-    for (const char* pre : {"tekken", "gpt-4o", "qwen35", "dbrx", ""}) {
+    for (const char* pre : {"gpt4o", "Tekken", "qwen35", "dbrx", ""}) {
         v.pre = pre;
         expect_error([&] { load_gguf_tokenizer(v); }, ErrorKind::unsupported,
                      {path.string(), "tokenizer.ggml.pre \"" + std::string(pre) + "\"",
                       "supported: llama-bpe, llama3, llama-v3, smaug-bpe, qwen2, deepseek-r1-qwen, "
-                      "starcoder, refact, smollm, gpt-2"});
+                      "starcoder, refact, smollm, gpt-4o, tekken, gpt-2"});
+    }
+}
+
+TEST_CASE("gguf gpt-4o and tekken vocabularies (llama.cpp's converter) give the tokenizers library's ids") {
+    // tools/fixtures/make_tokenizer_cased.py: o200k_bpe (Phi-4-mini's layout) and
+    // tekken_bpe (Mistral Nemo's) converted with --vocab-only.
+    const json expected = read_json(fixtures_dir() / "tokenizers" / "cased_bpe_expected_ids.json");
+    const json& cases = expected.at("cases");
+    REQUIRE(cases.size() >= 600);
+    {
+        const fs::path path = fixtures_dir() / "gguf" / "tokenizers" / "o200k_bpe_vocab.gguf";
+        const GgufFile f(path);
+        auto tok = load_gguf_tokenizer(f);
+        CHECK(tok->vocab_size() == 1000);
+        CHECK(tok->eos_id() == 995);  // <|endoftext|>
+        check_corpus(*tok, cases, "o200k", "o200k_special", "o200k_decoded");
+        GgufVocab v = read_gguf_vocab(f);
+        CHECK(v.pre == "gpt-4o");
+        // o200k's split, not Llama 3's: "DON'T" is one piece (the vocabulary has "ON'T").
+        v.pre = "llama-bpe";
+        auto l3 = load_gguf_tokenizer(v);
+        CHECK(l3->encode("DON'T", false) != tok->encode("DON'T", false));
+    }
+    {
+        const fs::path path = fixtures_dir() / "gguf" / "tokenizers" / "tekken_bpe_vocab.gguf";
+        const GgufFile f(path);
+        auto tok = load_gguf_tokenizer(f);
+        CHECK(tok->vocab_size() == 1000);
+        CHECK(tok->bos_id() == 1);  // <s>, added (add_bos_token true)
+        CHECK(tok->eos_id() == 2);
+        check_corpus(*tok, cases, "tekken", "tekken_special", "tekken_decoded");
+        // Without tokenizer.ggml.add_bos_token, llama.cpp's default for tekken: BOS.
+        GgufVocab v = read_gguf_vocab(f);
+        CHECK(v.pre == "tekken");
+        v.add_bos = -1;
+        auto no_key = load_gguf_tokenizer(v);
+        CHECK(no_key->encode("Hi", true) == tok->encode("Hi", true));
+        CHECK(no_key->encode("Hi", true).front() == 1);
+        // Tekken's rules on the o200k vocabulary: single digits, no suffixes.
+        const GgufFile o200k(fixtures_dir() / "gguf" / "tokenizers" / "o200k_bpe_vocab.gguf");
+        GgufVocab ov = read_gguf_vocab(o200k);
+        ov.pre = "tekken";
+        auto t2 = load_gguf_tokenizer(ov);
+        ov.pre = "gpt-4o";
+        auto o2 = load_gguf_tokenizer(ov);
+        CHECK(t2->encode("DON'T", false) != o2->encode("DON'T", false));
     }
 }
 

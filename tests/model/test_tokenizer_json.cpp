@@ -1,7 +1,8 @@
 // Tests of the tokenizer.json tokenizer: the hand-written Unicode splitters,
-// NFC and UTF-8 repair on hand-computed cases, a tiny hand-made BPE file, a
-// small Qwen2-layout file, and the real Llama 3 / Gemma 3 files against ids
-// from the Hugging Face `tokenizers` library (tests/fixtures/tokenizers/).
+// NFC and UTF-8 repair on hand-computed cases, a tiny hand-made BPE file,
+// small Qwen2-, Phi-4-mini- (o200k) and Mistral Nemo-layout (Tekken) files, and the real Llama 3 /
+// Gemma 3 files against ids from the Hugging Face `tokenizers` library
+// (tests/fixtures/tokenizers/).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -117,6 +118,85 @@ TEST_CASE("qwen2 split regex, hand-computed") {
         known_split_regex("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,2}| "
                           "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
                           which));
+}
+
+TEST_CASE("o200k and tekken split regexes, hand-computed") {
+    using V = std::vector<std::string>;
+    const auto O = SplitRegex::kO200k, T = SplitRegex::kTekken;
+    // Case classes: Lu Lt upper; Ll lower; Lm Lo and marks both.
+    CHECK(case_class('A') == kCaseUpper);
+    CHECK(case_class('z') == kCaseLower);
+    CHECK(case_class(0x01C5) == kCaseUpper);                 // ǅ (Lt)
+    CHECK(case_class(0x10D0) == kCaseLower);                 // Georgian ა (Ll)
+    CHECK(case_class(0x1C90) == kCaseUpper);                 // Georgian Ა (Lu)
+    CHECK(case_class(0x02B0) == (kCaseUpper | kCaseLower));  // ʰ (Lm)
+    CHECK(case_class(0x4E2D) == (kCaseUpper | kCaseLower));  // 中 (Lo)
+    CHECK(case_class(0x0301) == (kCaseUpper | kCaseLower));  // combining acute (Mn)
+    CHECK(case_class(0x20E3) == (kCaseUpper | kCaseLower));  // combining keycap (Me)
+    CHECK(case_class('1') == 0);
+    CHECK(case_class(0x2160) == 0);  // Ⅰ (Nl)
+    CHECK(case_class('\'') == 0);
+    // Results of the tokenizers library (0.23.3) for these strings.
+    for (const auto which : {O, T}) {
+        INFO((which == O ? "o200k" : "tekken"));
+        CHECK(split(which, "getHTTPResponseCode") == V{"get", "HTTPResponse", "Code"});
+        CHECK(split(which,
+                    "E\xCC\x81"
+                    "COLE") == V{"E\xCC\x81", "COLE"});  // É (decomposed) COLE
+        CHECK(split(which,
+                    "\xCC\x81"
+                    "A") == V{"\xCC\x81", "A"});  // a mark is prefix or letter
+        CHECK(split(which,
+                    " \xCC\x81"
+                    "A") == V{" \xCC\x81", "A"});
+        CHECK(split(which,
+                    " \xCC\x81"
+                    "a") == V{" \xCC\x81"
+                              "a"});
+        CHECK(split(which,
+                    "A\xCA\xB0"
+                    "B") == V{"A\xCA\xB0", "B"});  // Aʰ B: Lm gives W+ its letter
+        CHECK(split(which, "\xC7\x85ungla \xC7\x84UNGLA") == V{"\xC7\x85ungla", " \xC7\x84UNGLA"});
+        CHECK(split(which, "a/b/\n/c d") == V{"a", "/b", "/\n/", "c", " d"});
+        CHECK(split(which,
+                    "ABC\xE4\xB8\xAD\xE6\x96\x87"
+                    "def") == V{"ABC\xE4\xB8\xAD\xE6\x96\x87"
+                                "def"});
+        CHECK(split(which, "1\xEF\xB8\x8F\xE2\x83\xA3") ==
+              V{"1", "\xEF\xB8\x8F\xE2\x83\xA3"});  // 1️⃣
+        CHECK(split(which, "a \n\n b...\n") == V{"a", " \n\n", " b", "...\n"});
+        CHECK(split(which, "").empty());
+    }
+    CHECK(split(O, "DON'T it's IT'S x'\xC5\xBF") == V{"DON'T", " it's", " IT'S", " x'\xC5\xBF"});
+    CHECK(split(T, "DON'T it's IT'S x'\xC5\xBF") ==
+          V{"DON", "'T", " it", "'s", " IT", "'S", " x", "'\xC5\xBF"});
+    CHECK(split(O, "'s'S") == V{"'s'S"});
+    CHECK(split(T, "'s'S") == V{"'s", "'S"});
+    CHECK(split(O, "12345") == V{"123", "45"});
+    CHECK(split(T, "12345") == V{"1", "2", "3", "4", "5"});
+    SplitRegex which = SplitRegex::kGpt2;
+    const std::string o200k =
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+("
+        "?i:'s|'t|"
+        "'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}"
+        "\\p{Lm}\\p{Lo}"
+        "\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?"
+        "!\\S)|\\s+";
+    const std::string tekken =
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+        "[^\\r\\n\\p"
+        "{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| "
+        "?[^\\s\\p{L}\\p"
+        "{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    CHECK(known_split_regex(o200k, which));
+    CHECK(which == O);
+    CHECK(known_split_regex(tekken, which));
+    CHECK(which == T);
+    // Any other text is not recognized (here: \p{Lt} left out of one class).
+    std::string other = o200k;
+    other.replace(other.find("\\p{Lu}\\p{Lt}"), 12, "\\p{Lu}");
+    CHECK_FALSE(known_split_regex(other, which));
 }
 
 TEST_CASE("NFC, hand-computed") {
@@ -467,6 +547,62 @@ TEST_CASE(
                                              id("2"), id("3")}
                           : std::vector<int>{id("x"), id("12"), id(space.c_str()), id("123")}));
     }
+}
+
+namespace {
+
+// The o200k (Phi-4-mini layout) and Tekken (Mistral Nemo layout) fixtures of
+// tools/fixtures/make_tokenizer_cased.py against the tokenizers library's ids.
+void check_cased_corpus(const Tokenizer& tok, const nlohmann::json& fixture,
+                        const std::string& name) {
+    size_t n = 0, ok = 0, ok_special = 0, ok_decoded = 0;
+    for (const auto& c : fixture.at("cases")) {
+        const std::string text = from_hex(c.at("text_hex").get<std::string>());
+        const auto expected = c.at(name).get<std::vector<int>>();
+        INFO(name << " case " << n << ": \"" << sanitized(text) << "\"");
+        const std::vector<int> ids = encode_fixture_text(tok, text, false);
+        CHECK(ids == expected);
+        const bool special =
+            encode_fixture_text(tok, text, true) == c.at(name + "_special").get<std::vector<int>>();
+        CHECK(special);
+        const std::string decoded = tok.decode(expected);
+        CHECK(decoded == c.at(name + "_decoded").get<std::string>());
+        ok += ids == expected;
+        ok_special += special;
+        ok_decoded += decoded == c.at(name + "_decoded").get<std::string>();
+        ++n;
+    }
+    CHECK(n >= 600);
+    MESSAGE(name << ": " << ok << "/" << n << " id lists (" << ok_special
+                 << " with special tokens) and " << ok_decoded
+                 << " decodes equal the tokenizers library's");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "o200k (Phi-4-mini) and tekken (Mistral Nemo) tokenizer.json match the tokenizers library") {
+    const fs::path dir = fs::path(STATICLM_SOURCE_DIR) / "tests/fixtures/tokenizers";
+    const nlohmann::json fixture = read_json_file(dir / "cased_bpe_expected_ids.json");
+    for (const std::string name : {"o200k", "tekken"}) {
+        const fs::path d = dir / (name + "_bpe");
+        auto tok = load_tokenizer_json(d / "tokenizer.json", d / "tokenizer_config.json");
+        CHECK(tok->vocab_size() == 1000);
+        check_cased_corpus(*tok, fixture, name);
+        // encode_limited's cuts at "letter space letter" are match boundaries
+        // of both regexes: chunked ids equal encode()'s on the whole corpus.
+        std::string all;
+        for (const auto& c : fixture.at("cases"))
+            all += sanitized(from_hex(c.at("text_hex").get<std::string>())) + " a ";
+        const std::vector<int> whole = tok->encode(all, false);
+        for (const size_t chunk : {size_t{24}, size_t{97}, size_t{1000}})
+            CHECK(tok->encode_limited(all, false, std::numeric_limits<size_t>::max(), chunk) ==
+                  whole);
+    }
+    auto tekken = load_tokenizer_json(dir / "tekken_bpe/tokenizer.json",
+                                      dir / "tekken_bpe/tokenizer_config.json");
+    CHECK(tekken->bos_id() == 1);
+    CHECK(tekken->encode("Hi", true).front() == 1);  // TemplateProcessing "<s> $A"
 }
 
 TEST_CASE("a Split regex staticlm does not implement is an error naming the file and the regex") {

@@ -47,8 +47,9 @@ struct GgufVocab {
 //  - "gpt2": byte-level BPE with ranked merges; the split rules chosen by
 //    tokenizer.ggml.pre (llama-bpe, llama3, llama-v3, smaug-bpe: Llama 3's,
 //    ignore_merges; qwen2, deepseek-r1-qwen: NFC and Qwen2's; starcoder,
-//    refact, smollm: each digit apart, then GPT-2's; gpt-2: GPT-2's). Any
-//    other value is Error(unsupported) naming it.
+//    refact, smollm: each digit apart, then GPT-2's; gpt-4o: o200k's; tekken:
+//    Tekken's, ignore_merges; gpt-2: GPT-2's). Any other value is
+//    Error(unsupported) naming it.
 // Control, user-defined and unknown tokens match whole in the text (like
 // tokenizer.json's added tokens); control and unknown tokens are dropped by
 // decode().

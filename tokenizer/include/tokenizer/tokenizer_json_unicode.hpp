@@ -1,8 +1,8 @@
 // UTF-8 and Unicode helpers for the tokenizer.json pipeline: strict UTF-8
 // decoding with U+FFFD for invalid input, NFC, the L/N/whitespace classes the
 // pre-tokenizer regexes use, and hand-written splitters for the regexes
-// staticlm supports (Llama 3, Qwen2 and GPT-2), equivalent to Oniguruma's
-// matching.
+// staticlm supports (Llama 3, Qwen2, GPT-2, o200k and Tekken), equivalent to
+// Oniguruma's matching.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +20,17 @@ extern const CodepointRange kLetterRanges[];
 extern const size_t kLetterRanges_count;
 extern const CodepointRange kNumberRanges[];
 extern const size_t kNumberRanges_count;
+
+// The case classes of the o200k / Tekken regexes: kCaseUpper for
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], kCaseLower for [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+// (Lm, Lo and marks have both). Code points in no range have neither.
+constexpr uint8_t kCaseUpper = 1, kCaseLower = 2;
+struct CaseClassRange {
+    uint32_t first, last;  // inclusive
+    uint8_t flags;
+};
+extern const CaseClassRange kCaseClassRanges[];
+extern const size_t kCaseClassRanges_count;
 
 // NFC's data (Unicode Character Database, canonical mappings only).
 struct CombiningClassRange {
@@ -52,6 +63,7 @@ CharClass char_class(uint32_t cp);
 bool is_letter(uint32_t cp);
 bool is_number(uint32_t cp);
 bool is_space(uint32_t cp);
+uint8_t case_class(uint32_t cp);  // kCaseUpper | kCaseLower bits
 
 // Appends the UTF-8 encoding of `cp` to `out`.
 void append_utf8(std::string& out, uint32_t cp);
@@ -73,7 +85,9 @@ void decode_utf8(std::string_view text, std::vector<uint32_t>& cps, std::vector<
 // `tokenizers` NFC normalizer does).
 void nfc(std::string& s);
 
-enum class SplitRegex { kLlama3, kQwen2, kGpt2 };
+// kO200k: GPT-4o's o200k_base (Phi-4-mini; GGUF pre gpt-4o). kTekken: Mistral
+// Nemo / Ministral's (GGUF pre tekken). Both split words at case changes.
+enum class SplitRegex { kLlama3, kQwen2, kGpt2, kO200k, kTekken };
 
 // Recognizes the regex text of a Split / ByteLevel pre-tokenizer; false when
 // it is not one staticlm implements.
@@ -86,6 +100,7 @@ bool known_split_regex(std::string_view pattern, SplitRegex& which);
 struct SplitScratch {
     std::vector<uint32_t> cps, offsets;
     std::vector<CharClass> classes;
+    std::vector<uint8_t> cases;  // kO200k, kTekken
 };
 void split_regex(SplitRegex which, std::string_view text, SplitScratch& scratch,
                  std::vector<std::pair<uint32_t, uint32_t>>& matches);
