@@ -360,6 +360,39 @@ size_t space_run(const std::vector<CharClass>& cls, size_t i, size_t n) {
     return j - 1 - i;
 }
 
+// What follows the letter alternatives in the Llama 3, Qwen2, o200k and Tekken
+// regexes: \p{N}{1,max_digits} | ' ?[^\s\p{L}\p{N}]+[\r\n]*' (o200k and
+// Tekken also take '/' in that tail) | \s*[\r\n]+ | \s+(?!\S) | \s+.
+size_t match_rest(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls, size_t i, size_t n,
+                  size_t max_digits, bool slash_tail) {
+    const CharClass k = cls[i];
+    if (k == CharClass::kNumber) {
+        size_t j = i + 1;
+        while (j < n && j < i + max_digits && cls[j] == CharClass::kNumber) ++j;
+        return j - i;
+    }
+    size_t start = n;
+    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther)
+        start = i + 1;
+    else if (k == CharClass::kOther)
+        start = i;
+    if (start < n) {
+        size_t j = start;
+        while (j < n && cls[j] == CharClass::kOther) ++j;
+        while (j < n && (cls[j] == CharClass::kNewline || (slash_tail && cp[j] == '/'))) ++j;
+        return j - i;
+    }
+    // \s*[\r\n]+ : ends after the last newline of the whitespace run.
+    size_t j = i, last_newline = n;
+    while (j < n && is_ws(cls[j])) {
+        if (cls[j] == CharClass::kNewline) last_newline = j;
+        ++j;
+    }
+    if (last_newline < n) return last_newline + 1 - i;
+    if (j > i) return space_run(cls, i, n);
+    return 1;  // unreachable: every class is covered above
+}
+
 // Llama 3's regex, and Qwen2's when max_digits is 1 (\p{N} for \p{N}{1,3}).
 size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls, size_t i,
                     size_t n, size_t max_digits) {
@@ -372,33 +405,7 @@ size_t match_llama3(const std::vector<uint32_t>& cp, const std::vector<CharClass
         while (j < n && cls[j] == CharClass::kLetter) ++j;
         return j - i;
     }
-    // \p{N}{1,3} (Qwen2: \p{N})
-    if (k == CharClass::kNumber) {
-        size_t j = i + 1;
-        while (j < n && j < i + max_digits && cls[j] == CharClass::kNumber) ++j;
-        return j - i;
-    }
-    //  ?[^\s\p{L}\p{N}]+[\r\n]*
-    size_t start = n;
-    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther)
-        start = i + 1;
-    else if (k == CharClass::kOther)
-        start = i;
-    if (start < n) {
-        size_t j = start;
-        while (j < n && cls[j] == CharClass::kOther) ++j;
-        while (j < n && cls[j] == CharClass::kNewline) ++j;
-        return j - i;
-    }
-    // \s*[\r\n]+ : ends after the last newline of the whitespace run.
-    size_t j = i, last_newline = n;
-    while (j < n && is_ws(cls[j])) {
-        if (cls[j] == CharClass::kNewline) last_newline = j;
-        ++j;
-    }
-    if (last_newline < n) return last_newline + 1 - i;
-    if (j > i) return space_run(cls, i, n);
-    return 1;  // unreachable: every class is covered above
+    return match_rest(cp, cls, i, n, max_digits, /*slash_tail=*/false);
 }
 
 constexpr size_t kNoMatch = static_cast<size_t>(-1);
@@ -446,33 +453,7 @@ size_t match_o200k(const std::vector<uint32_t>& cp, const std::vector<CharClass>
         if (contractions && end < n) end += contraction(cp, end, n, true);
         return end - i;
     }
-    // \p{N}{1,3} (Tekken: \p{N})
-    if (k == CharClass::kNumber) {
-        size_t j = i + 1;
-        while (j < n && j < i + max_digits && cls[j] == CharClass::kNumber) ++j;
-        return j - i;
-    }
-    //  ?[^\s\p{L}\p{N}]+[\r\n/]*
-    size_t start = n;
-    if (cp[i] == ' ' && i + 1 < n && cls[i + 1] == CharClass::kOther)
-        start = i + 1;
-    else if (k == CharClass::kOther)
-        start = i;
-    if (start < n) {
-        size_t j = start;
-        while (j < n && cls[j] == CharClass::kOther) ++j;
-        while (j < n && (cls[j] == CharClass::kNewline || cp[j] == '/')) ++j;
-        return j - i;
-    }
-    // \s*[\r\n]+ | \s+(?!\S) | \s+, as in Llama 3's.
-    size_t j = i, last_newline = n;
-    while (j < n && is_ws(cls[j])) {
-        if (cls[j] == CharClass::kNewline) last_newline = j;
-        ++j;
-    }
-    if (last_newline < n) return last_newline + 1 - i;
-    if (j > i) return space_run(cls, i, n);
-    return 1;  // unreachable: every class is covered above
+    return match_rest(cp, cls, i, n, max_digits, /*slash_tail=*/true);
 }
 
 size_t match_gpt2(const std::vector<uint32_t>& cp, const std::vector<CharClass>& cls, size_t i,
