@@ -297,12 +297,16 @@ struct Slot {
     std::array<int, BatchGenerator::kMaxStopIds> stop_ids{};
     int n_stop = 0;
     Sampler sampler;
+    int top_n = -1;                 // logprobs: -1 off
+    std::vector<float> logprobs;    // [max_seq + 1] of the generated tokens
+    std::array<TokenLogprob, kMaxLogprobs> last_top{};  // of the last generated token
     StopReason reason = StopReason::max_tokens;
     GenerateStats stats;
     Clock::time_point t_submit, t_first;
     bool fresh = false;         // got its first token in this step: decodes from the next one
 
-    Slot(int vocab, int max_seq) : tokens(size_t(max_seq) + 1), sampler(vocab, SamplingOptions{}) {}
+    Slot(int vocab, int max_seq)
+        : tokens(size_t(max_seq) + 1), sampler(vocab, SamplingOptions{}), logprobs(size_t(max_seq) + 1) {}
 };
 
 }  // namespace
@@ -337,7 +341,11 @@ struct BatchGenerator::Impl {
     int pick(int slot) {
         Slot& s = slots[size_t(slot)];
         const std::span<const int> recent(s.tokens.data(), size_t(s.n_prompt + s.n_gen));
-        return s.sampler.sample(session.logits(slot), recent);
+        const int id = s.sampler.sample(session.logits(slot), recent);
+        if (s.top_n >= 0)
+            s.logprobs[size_t(s.n_gen)] =
+                token_logprob(session.logits(slot), id, std::span<TokenLogprob>(s.last_top.data(), size_t(s.top_n)));
+        return id;
     }
 
     // Appends a sampled token, with the stop rules of generate().
@@ -385,7 +393,7 @@ int BatchGenerator::active() const {
 }
 
 int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
-                           int max_tokens, std::span<const int> stop_ids) {
+                           int max_tokens, std::span<const int> stop_ids, int logprobs) {
     Impl& g = *impl_;
     int slot = -1;
     for (size_t i = 0; i < g.slots.size() && slot < 0; ++i)
@@ -397,8 +405,12 @@ int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const Samp
     if (stop_ids.size() > size_t(kMaxStopIds))
         throw Error(ErrorKind::config, "at most " + std::to_string(kMaxStopIds) + " stop ids, got " +
                                            std::to_string(stop_ids.size()));
+    if (logprobs < -1 || logprobs > kMaxLogprobs || logprobs > g.session.vocab())
+        throw Error(ErrorKind::config, "logprobs must be -1 (off) or in 0.." + std::to_string(kMaxLogprobs) +
+                                           ", got " + std::to_string(logprobs));
     Slot& s = g.slots[size_t(slot)];
     s.sampler.reset(sampling);
+    s.top_n = logprobs;
     const int vocab = g.session.vocab(), K = g.session.max_seq();
     if (prompt.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
     for (size_t i = 0; i < prompt.size(); ++i)
@@ -487,6 +499,14 @@ std::span<const int> BatchGenerator::prompt(int slot) const {
 std::span<const int> BatchGenerator::generated(int slot) const {
     const Slot& s = impl_->at(slot);
     return {s.tokens.data() + s.n_prompt, size_t(s.n_gen)};
+}
+std::span<const float> BatchGenerator::logprobs(int slot) const {
+    const Slot& s = impl_->at(slot);
+    return {s.logprobs.data(), s.top_n >= 0 ? size_t(s.n_gen) : 0};
+}
+std::span<const TokenLogprob> BatchGenerator::last_top_logprobs(int slot) const {
+    const Slot& s = impl_->at(slot);
+    return {s.last_top.data(), s.top_n > 0 && s.n_gen > 0 ? size_t(s.top_n) : 0};
 }
 StopReason BatchGenerator::reason(int slot) const { return impl_->at(slot).reason; }
 const GenerateStats& BatchGenerator::stats(int slot) const { return impl_->at(slot).stats; }

@@ -81,6 +81,9 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
         throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
                                            std::to_string(options.max_tokens));
     const int max_tokens = options.max_tokens < 0 ? std::numeric_limits<int>::max() : options.max_tokens;
+    if (options.logprobs < -1 || options.logprobs > kMaxLogprobs || options.logprobs > session.vocab())
+        throw Error(ErrorKind::config, "logprobs must be -1 (off) or in 0.." + std::to_string(kMaxLogprobs) +
+                                           ", got " + std::to_string(options.logprobs));
     const TokenSink on_token = options.on_token;
     Sampler sampler(session.vocab(), options.sampling);
     std::optional<StreamDecoder> stream;
@@ -91,6 +94,14 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
     std::span<const float> logits =
         session.pos() == 0 ? session.prefill(prompt) : session.append(prompt);
     r.stats.prefill_seconds = seconds_since(t0);
+    const bool want_logprobs = options.logprobs >= 0;
+    if (want_logprobs) {
+        // At most one token per free position plus the last sampled one.
+        const size_t most = size_t(std::min<long long>(max_tokens, session.max_seq() - session.pos() + 1LL));
+        r.top_n = options.logprobs;
+        r.logprobs.reserve(most);
+        r.top_logprobs.reserve(most * size_t(r.top_n));
+    }
 
     std::vector<int> recent(prompt.begin(), prompt.end());
     size_t emitted = 0;  // bytes of r.text already streamed
@@ -110,6 +121,12 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
         }
         r.tokens.push_back(id);
         recent.push_back(id);
+        if (want_logprobs) {
+            const size_t at = r.top_logprobs.size();
+            r.top_logprobs.resize(at + size_t(r.top_n));
+            r.logprobs.push_back(
+                token_logprob(logits, id, std::span<TokenLogprob>(r.top_logprobs.data() + at, size_t(r.top_n))));
+        }
         if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
             r.reason = StopReason::eos;
             if (on_token.fn) on_token.fn(on_token.ctx, id, {});

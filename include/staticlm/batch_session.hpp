@@ -87,9 +87,11 @@ public:
     // stop ids are copied into the slot's buffers. Throws Error: capacity (no
     // free slot, prompt longer than max_seq), input (empty, bad ids), config
     // (sampling options, max_tokens < 0, more than kMaxStopIds stop ids).
+    // logprobs: as GenerateOptions::logprobs (-1 off, else 0..kMaxLogprobs
+    // alternatives), the values of generate() alone bit for bit.
     static constexpr int kMaxStopIds = 16;
     int submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
-               int max_tokens, std::span<const int> stop_ids);
+               int max_tokens, std::span<const int> stop_ids, int logprobs = -1);
     // Prefills waiting prompts (up to the budget; a prompt's first token is
     // sampled when its prefill completes), then decodes one token for every
     // other running sequence. Each sequence gains at most one token per step.
@@ -101,6 +103,11 @@ public:
     uint64_t tag(int slot) const;
     std::span<const int> prompt(int slot) const;
     std::span<const int> generated(int slot) const;
+    // With logprobs >= 0: each generated token's log-probability, and the
+    // alternatives of the last generated one (a step adds at most one token,
+    // so a caller that reads them after every step sees every token's).
+    std::span<const float> logprobs(int slot) const;
+    std::span<const TokenLogprob> last_top_logprobs(int slot) const;
     StopReason reason(int slot) const;  // valid once finished
     const GenerateStats& stats(int slot) const;
     // Ends a running sequence (or changes the reason of one that finished in

@@ -67,12 +67,31 @@ struct TokenSink {
     void* ctx = nullptr;
 };
 
+// Log-probabilities of generated tokens: at most this many alternatives per token.
+constexpr int kMaxLogprobs = 20;
+
+struct TokenLogprob {
+    int token = -1;
+    float logprob = 0.0f;  // natural log
+};
+
+// The log-probability of `token` under `logits` [vocab] — the model's output as
+// forward() returns it (after final softcapping), before any sampling
+// transform (temperature, top-k/p, min-p, penalties) — and the top.size() most
+// likely tokens, best first (equal logits: the lower id first). Computed as
+// logit - (max + log(sum exp(logit - max))) with the sum in double, in one
+// fixed order, so equal logits give bit-identical results. Allocates nothing.
+float token_logprob(std::span<const float> logits, int token, std::span<TokenLogprob> top = {});
+
 struct GenerateOptions {
     SamplingOptions sampling;
     int max_tokens = 256;                   // -1: until a stop id, a stop string or the capacity
     std::vector<int> stop_ids;              // empty: the model's EOS ids
     std::vector<std::string> stop_strings;  // generation ends before these (text not emitted)
     TokenSink on_token;                     // optional
+    // -1: off; 0: each generated token's log-probability (token_logprob);
+    // 1..kMaxLogprobs: also that many most likely alternatives per token.
+    int logprobs = -1;
 };
 
 struct GenerateStats {
@@ -101,6 +120,10 @@ struct GenerateResult {
     std::string text;         // generated text (stop string excluded)
     StopReason reason = StopReason::max_tokens;
     GenerateStats stats;
+    // With options.logprobs >= 0 (reserved up front: no allocation per token):
+    std::vector<float> logprobs;             // [tokens.size()] each token's log-probability
+    int top_n = 0;                           // options.logprobs (0 when off)
+    std::vector<TokenLogprob> top_logprobs;  // [tokens.size()][top_n], best first
 };
 
 // Streaming callback: receives each newly completed piece of valid UTF-8.
