@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -20,6 +21,7 @@
 #include "base/json.hpp"
 #include "batch_internal.hpp"
 #include "staticlm/batch.hpp"
+#include "staticlm/tokenizer.hpp"
 
 namespace staticlm {
 
@@ -117,12 +119,28 @@ std::string string_field(const std::string& name, const json& v) {
     return v.get<std::string>();
 }
 
+// "score" / "choices": a non-empty array of non-empty strings.
+std::vector<std::string> continuations_field(const std::string& name, const json& v) {
+    if (!v.is_array() || v.empty()) bad_field(name, "a non-empty array of non-empty strings", v);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        const std::string at = name + "[" + std::to_string(i) + "]";
+        out.push_back(string_field(at, v[i]));
+        if (out.back().empty()) throw Error(ErrorKind::input, "field \"" + at + "\" is an empty string");
+    }
+    return out;
+}
+
 void apply_fields(const json& j, BatchRequest& r) {
-    bool have_prompt = false, have_messages = false, have_seed = false;
+    bool have_prompt = false, have_messages = false, have_seed = false, have_score = false;
+    std::string generation_field;  // the first field that only a generation has
     for (auto it = j.begin(); it != j.end(); ++it) {
         const std::string& k = it.key();
         const json& v = it.value();
         GenerateOptions& g = r.options;
+        if (k != "id" && k != "prompt" && k != "messages" && k != "score" && k != "choices" && k != "meta" &&
+            generation_field.empty())
+            generation_field = k;
         if (k == "id") {
             continue;
         } else if (k == "prompt") {
@@ -186,19 +204,35 @@ void apply_fields(const json& j, BatchRequest& r) {
         } else if (k == "hide_thinking") {
             if (!v.is_boolean()) bad_field(k, "true or false", v);
             r.hide_thinking = v.get<bool>();
+        } else if (k == "logprobs") {
+            g.logprobs = int(int_field(k, v, 0, kMaxLogprobs));
+        } else if (k == "score" || k == "choices") {
+            if (have_score) throw Error(ErrorKind::input, "give \"score\" or \"choices\", not both");
+            r.score = continuations_field(k, v);
+            r.choices = k == "choices";
+            have_score = true;
         } else if (k == "meta") {
             r.meta_json = dump(v);
         } else {
             throw Error(ErrorKind::input,
                         "unknown field \"" + k +
                             "\" (known: id, prompt, messages, n_predict, temperature, top_k, top_p, "
-                            "min_p, repetition_penalty, seed, stop, enable_thinking, hide_thinking, meta)");
+                            "min_p, repetition_penalty, seed, stop, enable_thinking, hide_thinking, logprobs, score, "
+                            "choices, meta)");
         }
     }
     if (have_prompt == have_messages)
         throw Error(ErrorKind::input, have_prompt ? "give \"prompt\" or \"messages\", not both"
                                                   : "no \"prompt\" or \"messages\"");
     r.chat = have_messages;
+    if (have_score) {
+        const std::string what = r.choices ? "\"choices\"" : "\"score\"";
+        if (have_messages)
+            throw Error(ErrorKind::input, what + " goes with \"prompt\": chat requests are not scored");
+        if (!generation_field.empty())
+            throw Error(ErrorKind::input, "field \"" + generation_field + "\" is for generation; " + what +
+                                              " generates nothing");
+    }
     if (r.thinking >= 0 && !have_messages)
         throw Error(ErrorKind::input, "\"enable_thinking\" goes with \"messages\" (a chat request)");
     if (!have_seed) r.options.sampling.seed = 0;  // parse_request derives it from the id
@@ -408,11 +442,34 @@ const char* finish_reason_name(FinishReason reason) {
         case FinishReason::length: return "length";
         case FinishReason::capacity: return "capacity";
         case FinishReason::error: return "error";
+        case FinishReason::scored: return "scored";
     }
     return "?";
 }
 
-std::string format_result_line(const BatchResult& r) {
+namespace {
+
+// The shortest text that reads back as the same float / double (so results
+// can be compared bit for bit); non-finite values (-inf: a token the model
+// gives probability 0) as JSON has no infinity: a very large negative number.
+template <typename T>
+void append_number(std::string& s, T x) {
+    if (!std::isfinite(x)) x = x > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof(buf), x);
+    s.append(buf, res.ptr);
+}
+
+void append_token(std::string& s, int id, float logprob, const Tokenizer* tok) {
+    s += "{\"token\":" + std::to_string(id);
+    if (tok) s += ",\"piece\":" + dump(json(tok->piece(id)));
+    s += ",\"logprob\":";
+    append_number(s, logprob);
+}
+
+}  // namespace
+
+std::string format_result_line(const BatchResult& r, const Tokenizer* tok) {
     const BatchRequest& q = *r.request;
     std::string s(kResultMarker);
     s += "\"id\":" + q.id_json;
@@ -424,6 +481,25 @@ std::string format_result_line(const BatchResult& r) {
         s += ",\"error\":{\"kind\":\"";
         s += error_kind_name(r.error_kind);
         s += "\",\"message\":" + dump(json(r.error)) + "}";
+    } else if (r.finish == FinishReason::scored) {
+        s += ",\"scores\":[";
+        size_t best = 0;
+        for (size_t i = 0; i < r.scores.size(); ++i) {
+            const ContinuationScore& c = r.scores[i];
+            if (c.logprob > r.scores[best].logprob) best = i;
+            s += i ? ",{\"text\":" : "{\"text\":";
+            s += dump(json(i < q.score.size() ? q.score[i] : std::string()));
+            s += ",\"logprob\":";
+            append_number(s, c.logprob);
+            s += ",\"tokens\":" + std::to_string(c.tokens);
+            s += c.greedy ? ",\"greedy\":true}" : ",\"greedy\":false}";
+        }
+        s += ']';
+        if (q.choices && best < q.score.size()) s += ",\"choice\":" + dump(json(q.score[best]));
+        s += ",\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
+        char timing[128];
+        std::snprintf(timing, sizeof(timing), ",\"timing\":{\"total_ms\":%.3f}", r.total_seconds * 1e3);
+        s += timing;
     } else {
         s += ",\"text\":" + dump(json(r.text));
         s += ",\"tokens\":[";
@@ -431,7 +507,27 @@ std::string format_result_line(const BatchResult& r) {
             if (i) s += ',';
             s += std::to_string(r.tokens[i]);
         }
-        s += "],\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
+        s += ']';
+        if (r.has_logprobs) {
+            s += ",\"logprobs\":[";
+            for (size_t i = 0; i < r.logprobs.size(); ++i) {
+                if (i) s += ',';
+                append_token(s, i < r.tokens.size() ? r.tokens[i] : -1, r.logprobs[i], tok);
+                if (r.top_n > 0) {
+                    s += ",\"top\":[";
+                    for (int k = 0; k < r.top_n; ++k) {
+                        const TokenLogprob& t = r.top_logprobs[i * size_t(r.top_n) + size_t(k)];
+                        if (k) s += ',';
+                        append_token(s, t.token, t.logprob, tok);
+                        s += '}';
+                    }
+                    s += ']';
+                }
+                s += '}';
+            }
+            s += ']';
+        }
+        s += ",\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
         s += ",\"seed\":" + std::to_string(q.seed);
         char timing[256];
         std::snprintf(timing, sizeof(timing),

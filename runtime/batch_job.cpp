@@ -23,10 +23,41 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Scoring requests of both engines: one Session with the engine's options and
+// all_logits, made at the first scoring request, so scores do not depend on
+// the engine, the batch or the other requests.
+class Scorer {
+public:
+    Scorer(std::shared_ptr<const Model> model, const SessionOptions& options) : model_(std::move(model)), options_(options) {
+        options_.all_logits = true;
+    }
+
+    EngineOutcome run(const EngineRequest& r, Clock::time_point submitted) {
+        EngineOutcome out;
+        out.tag = r.tag;
+        try {
+            if (!session_) session_.emplace(model_, options_);
+            out.scores = score_continuations(*session_, r.prompt, r.score);
+            out.result.stats.prompt_tokens = int(r.prompt.size());
+        } catch (const Error& e) {
+            out.failed = true;
+            out.error_kind = e.kind();
+            out.error = e.what();
+        }
+        out.total_seconds = seconds_since(submitted);
+        return out;
+    }
+
+private:
+    std::shared_ptr<const Model> model_;
+    SessionOptions options_;
+    std::optional<Session> session_;
+};
+
 class SequentialEngine final : public BatchEngine {
 public:
     SequentialEngine(std::shared_ptr<const Model> model, const SessionOptions& options)
-        : session_(std::move(model), options), tokenizer_(session_.model().tokenizer()) {}
+        : session_(model, options), tokenizer_(session_.model().tokenizer()), scorer_(model, options) {}
 
     int capacity() const override { return 1; }
     int active() const override { return pending_ ? 1 : 0; }
@@ -41,6 +72,10 @@ public:
         if (!pending_) return;
         EngineRequest r = std::move(*pending_);
         pending_.reset();
+        if (!r.score.empty()) {
+            finished.push_back(scorer_.run(r, submitted_));
+            return;
+        }
         EngineOutcome out;
         out.tag = r.tag;
         try {
@@ -58,6 +93,7 @@ public:
 private:
     Session session_;
     const Tokenizer* tokenizer_;
+    Scorer scorer_;
     std::optional<EngineRequest> pending_;
     Clock::time_point submitted_;
 };
@@ -69,37 +105,52 @@ private:
 class BatchedEngine final : public BatchEngine {
 public:
     BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options)
-        : gen_(model, options), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids) {
+        : gen_(model, options), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids),
+          scorer_(model, options.session) {
         texts_.resize(size_t(gen_.capacity()));
         if (tokenizer_)
             for (Text& t : texts_) t.stream = std::make_unique<StreamDecoder>(*tokenizer_);
     }
 
     int capacity() const override { return gen_.capacity(); }
-    int active() const override { return gen_.active(); }
+    int active() const override { return gen_.active() + int(scored_.size()); }
 
     void submit(EngineRequest r) override {
         const auto t0 = Clock::now();
+        if (!r.score.empty()) {  // scored at once, on the scorer's own session
+            scored_.push_back(scorer_.run(r, t0));
+            return;
+        }
         for (const std::string& s : r.options.stop_strings)
             if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
         const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
-        const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids);
+        const int slot =
+            gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids, r.options.logprobs);
         Text& t = texts_[size_t(slot)];
         t.text.clear();
         t.emitted = 0;
         t.seen = 0;
+        t.top_n = r.options.logprobs;
+        t.top.clear();
         t.stops = std::move(r.options.stop_strings);
         t.submitted = t0;
         if (t.stream) t.stream->reset();
     }
 
     void step(std::vector<EngineOutcome>& finished) override {
+        for (EngineOutcome& o : scored_) finished.push_back(std::move(o));
+        scored_.clear();
         if (gen_.active() == 0) return;
         gen_.step();
         for (int slot = 0; slot < gen_.capacity(); ++slot) {
             if (!gen_.in_use(slot)) continue;
             Text& t = texts_[size_t(slot)];
             const std::span<const int> ids = gen_.generated(slot);
+            if (t.top_n > 0 && t.top.size() < ids.size() * size_t(t.top_n)) {
+                // A step adds at most one token: its alternatives are the last ones.
+                const std::span<const TokenLogprob> top = gen_.last_top_logprobs(slot);
+                t.top.insert(t.top.end(), top.begin(), top.end());
+            }
             while (t.seen < ids.size() && t.stream) {
                 const int id = ids[t.seen++];
                 // generate() ends on a stop id before the text sees it.
@@ -124,6 +175,13 @@ public:
             EngineOutcome o;
             o.tag = gen_.tag(slot);
             o.result.tokens.assign(ids.begin(), ids.end());
+            if (t.top_n >= 0) {
+                const std::span<const float> lp = gen_.logprobs(slot);
+                o.result.logprobs.assign(lp.begin(), lp.end());
+                o.result.top_n = t.top_n;
+                o.result.top_logprobs = std::move(t.top);
+                t.top = {};
+            }
             o.result.reason = gen_.reason(slot);
             o.result.stats = gen_.stats(slot);
             if (t.stream && o.result.reason != StopReason::stop_string) t.text += t.stream->flush();
@@ -143,11 +201,15 @@ private:
         size_t seen = 0;  // generated ids already turned into text
         std::vector<std::string> stops;
         Clock::time_point submitted;
+        int top_n = -1;                 // logprobs
+        std::vector<TokenLogprob> top;  // [generated][top_n] so far
     };
     BatchGenerator gen_;
     const Tokenizer* tokenizer_;
     std::vector<int> eos_;
     std::vector<Text> texts_;
+    Scorer scorer_;
+    std::vector<EngineOutcome> scored_;  // scoring outcomes the next step() returns
 };
 
 FinishReason finish_of(StopReason reason) {
@@ -246,7 +308,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
         if (j.options.progress) j.options.progress(p);
     };
     auto write = [&](const BatchResult& r) {
-        j.writer->append(format_result_line(r));
+        j.writer->append(format_result_line(r, tok));
         ++p.done;
         p.errors += r.finish == FinishReason::error;
         p.generated_tokens += long(r.tokens.size());
@@ -276,6 +338,23 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             EngineRequest er;
             er.tag = idx;
             er.options = q.options;
+            if (!q.score.empty()) {
+                try {
+                    ScoreIds ids = score_ids(*tok, q.prompt, q.score);
+                    er.prompt = std::move(ids.prompt);
+                    er.score = std::move(ids.continuations);
+                } catch (const Error& e) {
+                    write_error(q, e.kind(), "line " + std::to_string(q.line) + ": " + e.what());
+                    continue;
+                }
+                prompt_tokens[idx] = int(er.prompt.size());
+                try {
+                    engine.submit(std::move(er));
+                } catch (const Error& e) {
+                    write_error(q, e.kind(), e.what());
+                }
+                continue;
+            }
             if (q.chat && er.options.stop_ids.empty()) {
                 // As Chat::reply: the model's EOS ids and the template's end-of-turn tokens.
                 er.options.stop_ids = model.config().eos_ids;
@@ -310,12 +389,24 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             }
             BatchResult r;
             r.request = &q;
+            if (!q.score.empty()) {
+                r.finish = FinishReason::scored;
+                r.scores = std::move(o.scores);
+                r.prompt_tokens = prompt_tokens[size_t(o.tag)];
+                r.total_seconds = o.total_seconds;
+                write(r);
+                continue;
+            }
             r.finish = finish_of(o.result.reason);
             r.text = q.hide_thinking ? strip_thinking(j.options.chat_format, o.result.text) : std::move(o.result.text);
             r.tokens = std::move(o.result.tokens);
             r.prompt_tokens = prompt_tokens[size_t(o.tag)];
             r.stats = o.result.stats;
             r.total_seconds = o.total_seconds;
+            r.has_logprobs = q.options.logprobs >= 0;
+            r.logprobs = std::move(o.result.logprobs);
+            r.top_n = o.result.top_n;
+            r.top_logprobs = std::move(o.result.top_logprobs);
             write(r);
         }
     }

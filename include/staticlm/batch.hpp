@@ -16,11 +16,13 @@
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
+#include "staticlm/score.hpp"
 #include "staticlm/session.hpp"
 
 namespace staticlm {
 
 class Model;
+class Tokenizer;
 
 // ---------------------------------------------------------------------------
 // Requests
@@ -55,6 +57,10 @@ struct BatchRequest {
     GenerateOptions options;
     uint64_t seed = 0;       // options.sampling.seed, kept for the result line
     std::string meta_json;   // "meta" copied to the result, empty when absent
+    // "score" / "choices": continuations to score instead of generating
+    // (options.logprobs is "logprobs" for a generation).
+    std::vector<std::string> score;
+    bool choices = false;    // the continuations came as "choices": the result names the best
     bool failed = false;
     ErrorKind error_kind = ErrorKind::input;
     std::string error;
@@ -98,7 +104,7 @@ std::string shard_output_path(const std::string& output, ShardSpec shard);
 // are not ours, and nothing is appended to them.
 inline constexpr std::string_view kResultMarker = "{\"staticlm_batch\":1,";
 
-enum class FinishReason { stop, length, capacity, error };
+enum class FinishReason { stop, length, capacity, error, scored };
 const char* finish_reason_name(FinishReason reason);
 
 struct BatchResult {
@@ -111,10 +117,18 @@ struct BatchResult {
     std::string error;
     GenerateStats stats;
     double total_seconds = 0;  // submitted -> finished
+    // A generation with "logprobs": per token, and top_n alternatives each.
+    bool has_logprobs = false;
+    std::vector<float> logprobs;
+    int top_n = 0;
+    std::vector<TokenLogprob> top_logprobs;
+    // A scoring request: one score per continuation of request->score.
+    std::vector<ContinuationScore> scores;
 };
 
-// One complete line, '\n' included (the marker first, then id, finish_reason, ...).
-std::string format_result_line(const BatchResult& result);
+// One complete line, '\n' included (the marker first, then id, finish_reason,
+// ...). `tokenizer` gives the "piece" of each token of "logprobs" (omitted without one).
+std::string format_result_line(const BatchResult& result, const Tokenizer* tokenizer = nullptr);
 
 // When results reach the disk: every line (fdatasync after each), at most
 // every `seconds`, or only at the end. Each line is one write() in any case,
@@ -180,11 +194,15 @@ struct EngineRequest {
     uint64_t tag = 0;
     std::vector<int> prompt;
     GenerateOptions options;
+    // Non-empty: score these continuations after the prompt (score_continuations
+    // on a session with the engine's options and all_logits) instead of generating.
+    std::vector<std::vector<int>> score;
 };
 
 struct EngineOutcome {
     uint64_t tag = 0;
     GenerateResult result;
+    std::vector<ContinuationScore> scores;  // a scoring request's
     bool failed = false;
     ErrorKind error_kind = ErrorKind::input;
     std::string error;

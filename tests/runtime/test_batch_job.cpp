@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "staticlm/batch.hpp"
+#include "staticlm/batch_session.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/tokenizer.hpp"
 #include "tests/support.hpp"
@@ -415,4 +416,150 @@ TEST_CASE("batch job on stories260K: texts equal generate() alone; an interrupte
     REQUIRE(merged.size() == 25);
     for (const auto& [id, j] : full)
         if (j.contains("text")) CHECK_MESSAGE(merged.at(id)["text"] == j["text"], id);
+}
+
+TEST_CASE("batch requests: logprobs, score and choices, and their bad lines") {
+    const BatchRequest a = parse(R"({"id":"a","prompt":"x","logprobs":5})");
+    REQUIRE_FALSE(a.failed);
+    CHECK(a.options.logprobs == 5);
+    CHECK(a.score.empty());
+    CHECK(parse(R"({"id":"a","prompt":"x"})").options.logprobs == -1);
+    const BatchRequest s = parse(R"({"id":"s","prompt":"x","score":[" a"," b"],"meta":1})");
+    REQUIRE_FALSE(s.failed);
+    CHECK(s.score == std::vector<std::string>{" a", " b"});
+    CHECK_FALSE(s.choices);
+    const BatchRequest c = parse(R"({"id":"c","prompt":"x","choices":["yes","no"]})");
+    REQUIRE_FALSE(c.failed);
+    CHECK(c.choices);
+    CHECK(c.score.size() == 2);
+
+    expect_bad(R"({"id":"a","prompt":"x","logprobs":1000})", ErrorKind::input,
+               "field \"logprobs\" must be an integer in [0, 20]");
+    expect_bad(R"({"id":"a","prompt":"x","logprobs":-1})", ErrorKind::input, "\"logprobs\"");
+    expect_bad(R"({"id":"a","prompt":"x","score":[" a",""]})", ErrorKind::input, "\"score[1]\" is an empty string");
+    expect_bad(R"({"id":"a","prompt":"x","score":" a"})", ErrorKind::input,
+               "\"score\" must be a non-empty array of non-empty strings");
+    expect_bad(R"({"id":"a","prompt":"x","choices":[]})", ErrorKind::input,
+               "\"choices\" must be a non-empty array");
+    expect_bad(R"({"id":"a","prompt":"x","choices":[3]})", ErrorKind::input, "\"choices[0]\" must be a string");
+    expect_bad(R"({"id":"a","messages":[{"role":"user","content":"y"}],"score":["a"]})", ErrorKind::input,
+               "\"score\" goes with \"prompt\"");
+    expect_bad(R"({"id":"a","prompt":"x","score":["a"],"choices":["b"]})", ErrorKind::input,
+               "\"score\" or \"choices\", not both");
+    expect_bad(R"({"id":"a","prompt":"x","choices":["a"],"n_predict":3})", ErrorKind::input,
+               "\"n_predict\" is for generation; \"choices\"");
+    expect_bad(R"({"id":"a","prompt":"x","logprobs":2,"score":["a"]})", ErrorKind::input,
+               "\"logprobs\" is for generation");
+}
+
+TEST_CASE("batch logprobs and scores on stories260K: equal to generate() and score_continuations() alone, "
+          "any engine, any shard") {
+    if (!test::have_shared_data("batch scores")) return;
+    auto model = stories();
+    const Tokenizer& tok = *model_tokenizer(*model);
+    TempDir dir;
+    const std::string in = dir / "in.jsonl";
+    std::string lines;
+    const char* starts[] = {"Once upon a time", "The little dog", "Lily and Ben ", ""};
+    for (int i = 0; i < 12; ++i) {
+        char id[16];
+        std::snprintf(id, sizeof(id), "q%d", i);
+        nlohmann::json j = {{"id", id}, {"prompt", starts[i % 4]}};
+        if (i % 3 == 0) {
+            j["n_predict"] = 5 + i;
+            j["logprobs"] = i % 2 ? 3 : 0;
+            if (i % 4 == 1) j["temperature"] = 0.8;
+        } else if (i % 3 == 1) {
+            j["score"] = {" there was a girl", ",", "went home."};
+        } else {
+            j["choices"] = {" happy", " sad", " a dog"};
+        }
+        lines += j.dump() + "\n";
+    }
+    lines += R"({"id":"bad1","prompt":"x","logprobs":1000})" "\n";
+    lines += R"({"id":"bad2","prompt":"x","score":["a",""]})" "\n";
+    lines += R"({"id":"bad3","prompt":"x","choices":[]})" "\n";
+    lines += R"({"id":"bad4","messages":[{"role":"user","content":"y"}],"choices":["a"]})" "\n";
+    lines += nlohmann::json({{"id", "long"}, {"prompt", "x"}, {"score", {std::string(1500, 'b')}}}).dump() + "\n";
+    write_file(in, lines);
+
+    BatchJobOptions o;
+    o.input = in;
+    auto run = [&](BatchEngine& engine, ShardSpec shard, const std::string& out) {
+        o.shard = shard;
+        o.output = out;
+        BatchJob job(o);
+        job.run(*model, engine);
+    };
+    auto seq = make_sequential_engine(model, small_session());
+    BatchSessionOptions bo;
+    bo.slots = 3;
+    bo.session = small_session();
+    auto batched = make_batched_engine(model, bo);
+    run(*seq, {0, 1}, dir / "seq.jsonl");
+    run(*batched, {0, 1}, dir / "bat.jsonl");
+    std::vector<std::string> files;
+    for (int i = 0; i < 2; ++i) {
+        files.push_back(shard_output_path(dir / "sh.jsonl", {i, 2}));
+        run(*batched, {i, 2}, files.back());
+    }
+    merge_results(in, files, dir / "merged.jsonl");
+    const auto seq_r = results_by_id(dir / "seq.jsonl");
+    const auto bat_r = results_by_id(dir / "bat.jsonl");
+    const auto mer_r = results_by_id(dir / "merged.jsonl");
+    REQUIRE(seq_r.size() == 17);
+    for (const auto& [id, j] : seq_r) {
+        INFO(id);
+        nlohmann::json a = j, b = bat_r.at(id), m = mer_r.at(id);
+        for (nlohmann::json* x : {&a, &b, &m}) x->erase("timing");
+        CHECK(a == b);  // logprobs and scores bit for bit (shortest round-trip numbers)
+        CHECK(a == m);
+    }
+    for (const char* bad : {"bad1", "bad2", "bad3", "bad4"}) CHECK(seq_r.at(bad)["finish_reason"] == "error");
+    CHECK(seq_r.at("bad1")["error"]["message"].get<std::string>().find("[0, 20]") != std::string::npos);
+    CHECK(seq_r.at("long")["error"]["kind"] == "capacity");
+
+    // Against the library alone.
+    Session gen_session(model, small_session());
+    SessionOptions so = small_session();
+    so.all_logits = true;
+    Session score_session(model, so);
+    for (const BatchRequest& r : read_requests(in, o.defaults, {})) {
+        if (r.failed || r.id == "long") continue;
+        INFO(r.id);
+        const nlohmann::json& j = seq_r.at(r.id);
+        if (r.score.empty()) {
+            gen_session.reset();
+            const GenerateResult g = generate(gen_session, &tok, tok.encode(r.prompt, true), r.options);
+            REQUIRE(j["logprobs"].size() == g.tokens.size());
+            for (size_t i = 0; i < g.tokens.size(); ++i) {
+                const nlohmann::json& t = j["logprobs"][i];
+                CHECK(t["token"] == g.tokens[i]);
+                CHECK(t["piece"] == tok.piece(g.tokens[i]));
+                CHECK(t["logprob"].get<float>() == g.logprobs[i]);
+                CHECK(t.contains("top") == (g.top_n > 0));
+                for (int k = 0; k < g.top_n; ++k) {
+                    CHECK(t["top"][size_t(k)]["token"] == g.top_logprobs[i * size_t(g.top_n) + size_t(k)].token);
+                    CHECK(t["top"][size_t(k)]["logprob"].get<float>() ==
+                          g.top_logprobs[i * size_t(g.top_n) + size_t(k)].logprob);
+                }
+            }
+            continue;
+        }
+        CHECK(j["finish_reason"] == "scored");
+        const ScoreIds ids = score_ids(tok, r.prompt, r.score);
+        CHECK(j["prompt_tokens"] == int(ids.prompt.size()));
+        const std::vector<ContinuationScore> s = score_continuations(score_session, ids.prompt, ids.continuations);
+        REQUIRE(j["scores"].size() == s.size());
+        size_t best = 0;
+        for (size_t i = 0; i < s.size(); ++i) {
+            CHECK(j["scores"][i]["text"] == r.score[i]);
+            CHECK(j["scores"][i]["logprob"].get<double>() == s[i].logprob);
+            CHECK(j["scores"][i]["tokens"] == s[i].tokens);
+            CHECK(j["scores"][i]["greedy"] == s[i].greedy);
+            if (s[i].logprob > s[best].logprob) best = i;
+        }
+        CHECK(j.contains("choice") == r.choices);
+        if (r.choices) CHECK(j["choice"] == r.score[best]);
+    }
 }
