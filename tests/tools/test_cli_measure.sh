@@ -103,6 +103,19 @@ expect 0 "bench text output with scaling" -- "$bin" bench --synthetic tiny-llama
 contains "model tiny-llama, weights f16"
 contains "of fp32 peak"
 contains "scaling 1 -> 2 threads: prefill "
+# --depth: one object per depth, the passes after that many tokens in the cache.
+expect 0 "bench --depth 0,48 --json" -- "$bin" bench --synthetic tiny-llama --threads 1 --depth 0,48 \
+    --pp 16 --tg 4 --reps 2 --json
+if [ "$(grep -c '^{' "$out/stdout")" != 2 ]; then
+    echo "FAIL: bench --depth 0,48 printed $(grep -c '^{' "$out/stdout") objects, want 2"
+    fails=$((fails + 1))
+fi
+contains '"depth": 0}'
+contains '"depth": 48}'
+expect 0 "bench --depth text" -- "$bin" bench --synthetic tiny-llama --threads 1 --depth 32 --ring --pp 8 --tg 2 \
+    --reps 2
+contains "pp8     @ d32"
+expect 2 "bench --depth -1" -- "$bin" bench --synthetic tiny-llama --depth -1
 expect 2 "bench --threads -1" -- "$bin" bench --synthetic tiny-llama --threads -1
 expect 2 "bench --pp 0" -- "$bin" bench --synthetic tiny-llama --pp 0
 expect 1 "bench of an unknown synthetic shape" -- "$bin" bench --synthetic llama-9000b

@@ -32,9 +32,10 @@ MeanSd mean_sd(const std::vector<double>& v) {
     return r;
 }
 
-// One thread count's figures.
+// One thread count's figures at one depth.
 struct Run {
     int threads = 0;
+    int depth = 0;  // tokens already in the cache before the pp and tg passes
     MeanSd prefill, decode;  // tok/s
     double gops = 0, gbps = 0, r_peak = 0, r_bw = 0;
     uint64_t pool_shrinks = 0;  // during the pp and tg passes
@@ -50,6 +51,10 @@ int cmd_bench(const Args& a) {
     const int tg = a.integer("tg", 128);
     const int reps = a.integer("reps", 3);
     if (pp < 1 || tg < 1 || reps < 1) throw UsageError("--pp, --tg and --reps must be >= 1");
+    // --depth 0,1024,4096: the passes run after that many tokens are in the cache (llama-bench -d).
+    const std::vector<int> depths = a.int_list("depth", {0});
+    for (int d : depths)
+        if (d < 0 || d > (1 << 24)) throw UsageError(a.spelled("depth") + " must be in [0, 16777216], got " + std::to_string(d));
     if (a.has("model") && a.has("synthetic")) throw UsageError("give -m/--model or --synthetic, not both");
     // --threads 1,2 measures each count in this one process (thread scaling).
     const std::vector<int> thread_list = a.int_list("threads", {0});
@@ -83,50 +88,67 @@ int cmd_bench(const Args& a) {
     };
 
     // Deterministic token ids spread over the vocabulary.
-    std::vector<int> prompt(static_cast<size_t>(pp));
-    for (int i = 0; i < pp; ++i) prompt[size_t(i)] = int((uint64_t(i) * 2654435761u) % uint64_t(c.vocab));
+    const int depth_max = *std::max_element(depths.begin(), depths.end());
+    std::vector<int> prompt(static_cast<size_t>(depth_max + pp));
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int((uint64_t(i) * 2654435761u) % uint64_t(c.vocab));
+    const std::span<const int> filler(prompt.data(), size_t(depth_max));  // the depth's tokens
+    const std::span<const int> pass(prompt.data() + depth_max, size_t(pp));
 
     // Work per token: 2 ops per weight of every matmul (embedding lookups excluded),
     // and the bytes decode reads per token: all matmul weights + the K/V of the
-    // average context (pp + tg/2).
+    // average context (depth + pp + tg/2).
     const double params = model_matmul_params(*model);
     std::vector<Run> runs;
     for (int requested : thread_list) {
         SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)), c);
-        so.max_seq = std::max(so.max_seq, pp + tg);
+        so.max_seq = std::max(so.max_seq, depth_max + pp + tg);
         so.prefill_buckets = {pp};
+        so.append_buckets = {pp};  // the pp pass after a depth is one append of pp tokens
         Session session(model, so);
-        Run run;
-        run.threads = session.threads();
+        for (int depth : depths) {
+            Run run;
+            run.threads = session.threads();
+            run.depth = depth;
 
-        std::vector<double> pp_tps, tg_tps;
-        const uint64_t shrinks0 = thread_pool_shrinks();
-        session.prefill(std::span<const int>(prompt.data(), size_t(std::min(pp, 16))));  // warm-up
-        for (int r = 0; r < reps; ++r) {
-            auto t0 = Clock::now();
-            session.prefill(prompt);
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-            pp_tps.push_back(pp / s);
-            t0 = Clock::now();
-            int tok = 1;
-            for (int i = 0; i < tg; ++i) {
-                auto logits = session.decode(tok);
-                tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            std::vector<double> pp_tps, tg_tps;
+            const uint64_t shrinks0 = thread_pool_shrinks();
+            session.prefill(std::span<const int>(prompt.data(), size_t(std::min(pp, 16))));  // warm-up
+            // The depth's tokens once (not timed); each repetition rewinds to them.
+            session.reset();
+            if (depth > 0) session.append(filler.first(size_t(depth)));
+            for (int r = 0; r < reps; ++r) {
+                auto t0 = Clock::now();
+                session.append(pass);
+                const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+                pp_tps.push_back(pp / s);
+                t0 = Clock::now();
+                int tok = 1;
+                for (int i = 0; i < tg; ++i) {
+                    auto logits = session.decode(tok);
+                    tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                }
+                const double d = std::chrono::duration<double>(Clock::now() - t0).count();
+                tg_tps.push_back(tg / d);
+                // Back to the depth (ring storage may not rewind that far: refill it).
+                if (session.pos() - depth <= session.max_rewind()) {
+                    session.rewind(session.pos() - depth);
+                } else {
+                    session.reset();
+                    if (depth > 0) session.append(filler.first(size_t(depth)));
+                }
             }
-            const double d = std::chrono::duration<double>(Clock::now() - t0).count();
-            tg_tps.push_back(tg / d);
+            run.pool_shrinks = thread_pool_shrinks() - shrinks0;
+            run.prefill = mean_sd(pp_tps);
+            run.decode = mean_sd(tg_tps);
+            const double kv_bytes = double(session.cache_bytes_per_token()) * (depth + pp + tg / 2.0);
+            run.gops = run.prefill.mean * 2.0 * params / 1e9;
+            run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
+            run.machine = measure_ceilings(run.threads);
+            const double peak = peak_of(run.machine);
+            run.r_peak = peak > 0 ? run.gops / peak : 0;
+            run.r_bw = run.gbps / run.machine.read_gb_per_s;
+            runs.push_back(run);
         }
-        run.pool_shrinks = thread_pool_shrinks() - shrinks0;
-        run.prefill = mean_sd(pp_tps);
-        run.decode = mean_sd(tg_tps);
-        const double kv_bytes = double(session.cache_bytes_per_token()) * (pp + tg / 2.0);
-        run.gops = run.prefill.mean * 2.0 * params / 1e9;
-        run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
-        run.machine = measure_ceilings(run.threads);
-        const double peak = peak_of(run.machine);
-        run.r_peak = peak > 0 ? run.gops / peak : 0;
-        run.r_bw = run.gbps / run.machine.read_gb_per_s;
-        runs.push_back(run);
     }
 
     if (json) {  // one object per thread count
@@ -138,14 +160,14 @@ int cmd_bench(const Args& a) {
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
-                "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}}\n",
+                "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, \"depth\": %d}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
                 r.machine.int8_gops, r.machine.fp32_gflops, r.machine.amx_int8_gops,
-                r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops);
+                r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops, r.depth);
         return 0;
     }
     std::printf("model %s, weights %s (%.1f MiB)%s, target %s\n", name.c_str(),
@@ -158,9 +180,11 @@ int cmd_bench(const Args& a) {
             std::printf(", AMX int8 %.0f GOPS (%.0f at K=32), AMX bf16 %.0f GFLOPS",
                         r.machine.amx_int8_gops, r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops);
         std::printf("\n");
-        std::printf("  pp%-5d %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak\n", pp,
-                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name);
-        std::printf("  tg%-5d %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg,
+        const std::string at = r.depth ? " @ d" + std::to_string(r.depth) : "";
+        std::printf("  pp%-5d%s %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak%s\n", pp, at.c_str(),
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name,
+                    r.depth ? " (matmuls only)" : "");
+        std::printf("  tg%-5d%s %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg, at.c_str(),
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
         if (r.pool_shrinks > 0)
             std::printf("  (threads lost their cores to other processes: %llu times the pool ran on one thread "
@@ -168,7 +192,8 @@ int cmd_bench(const Args& a) {
                         (unsigned long long)r.pool_shrinks);
     }
     for (size_t i = 1; i < runs.size(); ++i)
-        std::printf("scaling %d -> %d threads: prefill %.2fx, decode %.2fx\n", runs[0].threads,
+        if (runs[i].depth == runs[0].depth)
+            std::printf("scaling %d -> %d threads: prefill %.2fx, decode %.2fx\n", runs[0].threads,
                     runs[i].threads, runs[i].prefill.mean / runs[0].prefill.mean,
                     runs[i].decode.mean / runs[0].decode.mean);
     return 0;

@@ -32,6 +32,10 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"prompt", "p", "TEXT", "the prompt", "\"\""},
                 {"prompt-file", "f", "FILE", "read the prompt from FILE ('-': stdin; at most 64 MiB)", ""},
                 {"echo", "", "", "print the prompt before the generated text", ""},
+                {"logprobs", "", "N",
+                 "stdout is JSON lines, one per generated token: its log-probability and the N (0..20) most likely "
+                 "alternatives (docs/CLI.md)",
+                 ""},
             } +
             load_flags() + session_flags() + sampling_flags() + generation_flags(256),
         ""};
@@ -78,6 +82,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"pp", "", "N", "prompt tokens of the prefill", "512"},
                 {"tg", "", "N", "decoded tokens", "128"},
                 {"reps", "", "R", "repetitions", "3"},
+                {"depth", "", "D[,D...]", "tokens already in the cache before the pp and tg passes, per D (llama-bench -d)", "0"},
                 {"json", "", "", "one JSON object per thread count", ""},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f16"},
                 {"ring", "", "", "ring storage for sliding-window layers", ""},
