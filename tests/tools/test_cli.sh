@@ -57,6 +57,26 @@ check "tokenize gemma3 tokenizer.json with BOS" \
 check "tokenize llama2 tokenizer.model" \
     test "$("$bin" tokenize --model "$data/llama2-tokenizer" "Hello world")" = "15043 3186"
 
+# --logprobs: one JSON line per token; the texts joined are the plain output,
+# the greedy token is the top alternative, and the logprob is its top one's.
+"$bin" generate --model "$model" --weights f32 --temp 0 --n-predict 12 --prompt "Once upon a time" \
+    >"$tmp/plain.txt" 2>/dev/null
+"$bin" generate --model "$model" --weights f32 --temp 0 --n-predict 12 --prompt "Once upon a time" --logprobs 3 \
+    >"$tmp/lp.jsonl" 2>/dev/null
+check "generate --logprobs exit code" test $? -eq 0
+check "generate --logprobs: one line per token" test "$(wc -l <"$tmp/lp.jsonl")" -eq 12
+check "generate --logprobs: texts join to the plain output" python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert "".join(r["text"] for r in rows) == open(sys.argv[2]).read()
+for r in rows:
+    assert len(r["top"]) == 3 and r["top"][0]["token"] == r["token"] and r["top"][0]["logprob"] == r["logprob"]
+    assert r["logprob"] <= 0 and r["top"][0]["logprob"] >= r["top"][1]["logprob"] >= r["top"][2]["logprob"]
+' "$tmp/lp.jsonl" "$tmp/plain.txt"
+"$bin" generate --model "$model" --prompt x --logprobs 21 >/dev/null 2>"$tmp/lp_err.txt"
+check "generate --logprobs 21 exits 2" test $? -eq 2
+check "generate --logprobs 21 names the limit" grep -q "0..20" "$tmp/lp_err.txt"
+
 "$bin" generate --model "$model" --bogus 1 >/dev/null 2>"$tmp/usage.txt"
 check "unknown flag exits 2" test $? -eq 2
 "$bin" generate --model "$tmp/no-such-dir" --prompt hi >/dev/null 2>"$tmp/err1.txt"

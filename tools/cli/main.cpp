@@ -4,6 +4,7 @@
 // error, 130 generation stopped by Ctrl-C.
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -97,6 +98,73 @@ struct ThinkingFilter {
 
 bool keep_going(void*, int, std::string_view) { return !interrupted(); }
 
+// --logprobs: the text each token completed (what the plain output streams),
+// kept for the JSON lines written after generation.
+struct TokenTexts {
+    std::vector<std::string> texts;  // [generated tokens]
+    static bool fn(void* ctx, int token, std::string_view text) {
+        auto& t = static_cast<TokenTexts*>(ctx)->texts;
+        if (token >= 0)
+            t.emplace_back(text);
+        else if (!t.empty())
+            t.back() += text;  // held back until the end
+        return !interrupted();
+    }
+};
+
+void append_json_string(std::string& s, std::string_view text) {
+    s += '"';
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            s += '\\';
+            s += ch;
+        } else if (c == '\n') {
+            s += "\\n";
+        } else if (c < 0x20) {
+            char esc[8];
+            std::snprintf(esc, sizeof(esc), "\\u%04x", c);
+            s += esc;
+        } else {
+            s += ch;
+        }
+    }
+    s += '"';
+}
+
+void append_logprob(std::string& s, int token, float logprob, const Tokenizer& tok) {
+    s += "{\"token\":" + std::to_string(token) + ",\"piece\":";
+    append_json_string(s, tok.piece(token));
+    s += ",\"logprob\":";
+    char buf[32];
+    s.append(buf, std::to_chars(buf, buf + sizeof(buf), logprob).ptr);  // shortest round-trip
+}
+
+// One JSON object per generated token: id, vocabulary piece, the text it
+// completed, log-probability, and the top alternatives when asked for.
+void print_logprobs(const GenerateResult& r, const TokenTexts& texts, const Tokenizer& tok) {
+    std::string s;
+    for (size_t i = 0; i < r.tokens.size() && i < r.logprobs.size(); ++i) {
+        s.clear();
+        append_logprob(s, r.tokens[i], r.logprobs[i], tok);
+        s += ",\"text\":";
+        append_json_string(s, i < texts.texts.size() ? texts.texts[i] : std::string());
+        if (r.top_n > 0) {
+            s += ",\"top\":[";
+            for (int k = 0; k < r.top_n; ++k) {
+                const TokenLogprob& t = r.top_logprobs[i * size_t(r.top_n) + size_t(k)];
+                if (k) s += ',';
+                append_logprob(s, t.token, t.logprob, tok);
+                s += '}';
+            }
+            s += ']';
+        }
+        s += "}\n";
+        std::fwrite(s.data(), 1, s.size(), stdout);
+    }
+    std::fflush(stdout);
+}
+
 std::string stop_text(const GenerateResult& r, const GenerateOptions& g, const Session& s) {
     switch (r.reason) {
         case StopReason::eos: return "end of text (EOS token)";
@@ -146,7 +214,14 @@ int cmd_generate(const Args& a) {
     const Tokenizer& tok = require_tokenizer(*model, "generate");
     const ModelConfig& config = model_config(*model);
     const SessionOptions so = session_options_from_args(a, config);
-    const GenerateOptions g = generate_options_from_args(a, config, 256);
+    GenerateOptions g = generate_options_from_args(a, config, 256);
+    if (a.has("logprobs")) {
+        g.logprobs = a.integer("logprobs", 0);
+        if (g.logprobs < 0 || g.logprobs > kMaxLogprobs)
+            throw UsageError(a.spelled("logprobs") + " must be in 0.." + std::to_string(kMaxLogprobs) + ", got " +
+                             a.str("logprobs"));
+        if (a.has("echo")) throw UsageError("--echo and --logprobs do not go together (stdout is JSON lines)");
+    }
     check_text_fits(prompt, tok, so.max_seq, so.max_seq, "the prompt");
     std::vector<int> ids = tok.encode(prompt, /*add_special=*/true);
     if (ids.empty()) {
@@ -162,12 +237,17 @@ int cmd_generate(const Args& a) {
     if (a.has("echo")) out.write(prompt);
     GenerateOptions go = g;
     go.on_token = {keep_going, nullptr};
+    TokenTexts texts;
+    if (g.logprobs >= 0) go.on_token = {TokenTexts::fn, &texts};
     GenerateResult r;
     {
         ReplyScope scope;
-        r = generate(session, &tok, ids, go, {Output::sink, &out});
+        r = generate(session, &tok, ids, go, g.logprobs >= 0 ? TextSink{} : TextSink{Output::sink, &out});
     }
-    out.finish();
+    if (g.logprobs >= 0)
+        print_logprobs(r, texts, tok);
+    else
+        out.finish();
     print_stats(r, g, session);  // stdout holds exactly the generated text
     return r.reason == StopReason::aborted ? kExitInterrupted : kExitOk;
 }
