@@ -137,6 +137,41 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
 
 }  // namespace
 
+// generate() with logprobs: the result's logprob vectors are reserved before
+// the decode loop, so they add a constant number of allocations whatever the
+// number of tokens.
+TEST_CASE("generate(): logprobs allocate nothing per token") {
+    LoadOptions lo;
+    lo.weights = WeightType::f32;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(test::fixtures_dir() / "llama-gqa-llama3", lo);
+    SessionOptions so;
+    so.max_seq = 64;
+    so.prefill_buckets = {8, 16};
+    so.threads = 2;
+    Session s(model, so);
+    const std::vector<int> prompt = {5, 42, 7, 99};
+    auto allocs = [&](int logprobs, int n) {
+        GenerateOptions o;
+        o.max_tokens = n;
+        o.stop_ids = {-1};
+        o.logprobs = logprobs;
+        o.sampling.temperature = 0.7f;
+        s.reset();
+        Counting c;
+        const GenerateResult r = generate(s, nullptr, prompt, o);
+        CHECK(r.tokens.size() == size_t(n));
+        return c.count();
+    };
+    allocs(5, 4);  // warm-up
+    for (int lp : {0, 5, 20}) {
+        const long extra_short = allocs(lp, 4) - allocs(-1, 4), extra_long = allocs(lp, 24) - allocs(-1, 24);
+        CHECK_MESSAGE(extra_short == extra_long, "logprobs ", lp, ": ", extra_short, " vs ", extra_long);
+        CHECK(extra_long <= 2);
+    }
+}
+
 TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
                           WeightType::q6k, WeightType::q4a, WeightType::q5a}) {
@@ -178,7 +213,7 @@ void check_batch_no_allocation(const std::filesystem::path& dir, WeightType w) {
         for (int r = 0; r < 5; ++r) {
             while (gen.active() < gen.capacity())
                 gen.submit(uint64_t(r), std::span<const int>(ids.data() + r, size_t(3 + 7 * r % 20)),
-                           sampling, 4 + r, stop);
+                           sampling, 4 + r, stop, r % 3 == 0 ? -1 : 4 * r);  // logprobs too
             gen.step();
             for (int s = 0; s < gen.capacity(); ++s) {
                 if (gen.in_use(s) && !gen.finished(s) && gen.generated(s).size() == 2)
