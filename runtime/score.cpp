@@ -97,7 +97,12 @@ std::vector<ContinuationScore> score_continuations(Session& session, std::span<c
         RowsCtx ctx{&ids, P, &s};
         const std::span<const int> head(ids.data(), ids.size() - 1);
         session.append(head, LogitsSink{rows_sink, &ctx});
-        session.rewind(int(head.size()));
+        // A ring cache may no longer hold what the rewind needs: prefill the
+        // prompt again instead (the same steps give the same cache).
+        if (int(head.size()) <= session.max_rewind())
+            session.rewind(int(head.size()));
+        else
+            session.prefill(prompt);
     }
     return out;
 }

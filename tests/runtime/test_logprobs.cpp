@@ -236,3 +236,39 @@ TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit"
     test::expect_error([&] { generate(session, nullptr, std::vector<int>{1}, bad); }, ErrorKind::config,
                        {"logprobs", "0..20", "21"});
 }
+
+TEST_CASE("scoring on a ring cache: a continuation longer than the ring can rewind re-prefills the prompt") {
+    LoadOptions lo;
+    lo.weights = WeightType::f32;
+    lo.threads = 1;
+    lo.load_tokenizer = false;
+    auto model = load_model(test::fixtures_dir() / "gemma4-e2b-like-causal", lo);
+    const int V = model_config(*model).vocab;
+    std::vector<int> prompt(10);
+    for (int i = 0; i < 10; ++i) prompt[size_t(i)] = (i * 37 + 5) % V;
+    std::vector<std::vector<int>> conts = {std::vector<int>(30), {7, 8}, std::vector<int>(25)};
+    for (size_t c = 0; c < conts.size(); ++c)
+        for (size_t i = 0; i < conts[c].size(); ++i) conts[c][i] = int((i * 11 + c * 5 + 3) % size_t(V));
+    auto scores = [&](bool ring) {
+        SessionOptions so;
+        so.max_seq = 64;
+        so.prefill_buckets = {4, 8};
+        so.append_buckets = {4};
+        so.threads = 1;
+        so.all_logits = true;
+        so.ring_sliding = ring;
+        Session s(model, so);
+        if (ring) {  // the first continuation cannot be rewound
+            s.prefill(prompt);
+            s.append(std::span<const int>(conts[0].data(), 29));
+            CHECK(s.max_rewind() < 29);
+        }
+        std::vector<ContinuationScore> all = score_continuations(s, prompt, conts);
+        // Each alone equals its score among the others.
+        for (size_t c = 0; c < conts.size(); ++c)
+            CHECK(score_continuations(s, prompt, std::span(conts).subspan(c, 1))[0].logprob == all[c].logprob);
+        return all;
+    };
+    const std::vector<ContinuationScore> full = scores(false), ring = scores(true);
+    for (size_t c = 0; c < conts.size(); ++c) CHECK(ring[c].logprob == doctest::Approx(full[c].logprob).epsilon(1e-5));
+}
