@@ -12,11 +12,12 @@ namespace staticlm {
 float token_logprob(std::span<const float> logits, int token, std::span<TokenLogprob> top) {
     const size_t vocab = logits.size();
     if (token < 0 || size_t(token) >= vocab)
-        throw Error(ErrorKind::input, "token_logprob: token " + std::to_string(token) + " outside the vocabulary of " +
-                                          std::to_string(vocab));
+        throw Error(ErrorKind::input, "token_logprob: token " + std::to_string(token) +
+                                          " outside the vocabulary of " + std::to_string(vocab));
     if (top.size() > vocab)
         throw Error(ErrorKind::config, "token_logprob: " + std::to_string(top.size()) +
-                                           " alternatives asked of a vocabulary of " + std::to_string(vocab));
+                                           " alternatives asked of a vocabulary of " +
+                                           std::to_string(vocab));
     // Max-subtracted: every exp() is in (0, 1], the sum in [1, vocab]; the
     // double sum of up to 2^20 terms loses nothing a float result can show.
     float max = logits[0];

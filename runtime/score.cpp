@@ -41,9 +41,12 @@ void rows_sink(void* ctx, int pos, const float* rows, int t, int vocab) {
 
 }  // namespace
 
-ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt, std::span<const std::string> continuations) {
+ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt,
+                   std::span<const std::string> continuations) {
     size_t end = prompt.size();
-    while (end > 0 && std::string_view(" \t\n\r\f\v").find(prompt[end - 1]) != std::string_view::npos) --end;
+    while (end > 0 &&
+           std::string_view(" \t\n\r\f\v").find(prompt[end - 1]) != std::string_view::npos)
+        --end;
     const std::string_view context = prompt.substr(0, end), moved = prompt.substr(end);
     ScoreIds out;
     out.prompt = tok.encode(context, /*add_special=*/true);
@@ -53,13 +56,15 @@ ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt, std::span<cons
     }
     for (size_t i = 0; i < continuations.size(); ++i) {
         if (continuations[i].empty())
-            throw Error(ErrorKind::input, "continuation " + std::to_string(i) + " is an empty string");
+            throw Error(ErrorKind::input,
+                        "continuation " + std::to_string(i) + " is an empty string");
         std::string whole(context);
         whole += moved;
         whole += continuations[i];
         std::vector<int> ids = tok.encode(whole, /*add_special=*/true);
         if (ids.size() <= out.prompt.size())
-            throw Error(ErrorKind::input, "continuation " + std::to_string(i) + " adds no tokens after the prompt's " +
+            throw Error(ErrorKind::input, "continuation " + std::to_string(i) +
+                                              " adds no tokens after the prompt's " +
                                               std::to_string(out.prompt.size()));
         ids.erase(ids.begin(), ids.begin() + std::ptrdiff_t(out.prompt.size()));
         out.continuations.push_back(std::move(ids));
@@ -67,8 +72,9 @@ ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt, std::span<cons
     return out;
 }
 
-std::vector<ContinuationScore> score_continuations(Session& session, std::span<const int> prompt,
-                                                   std::span<const std::vector<int>> continuations) {
+std::vector<ContinuationScore> score_continuations(
+    Session& session, std::span<const int> prompt,
+    std::span<const std::vector<int>> continuations) {
     if (!session.options().all_logits)
         throw Error(ErrorKind::config, "scoring needs a session created with all_logits");
     const int P = int(prompt.size());
@@ -77,11 +83,12 @@ std::vector<ContinuationScore> score_continuations(Session& session, std::span<c
             throw Error(ErrorKind::input, "continuation " + std::to_string(i) + " has no tokens");
         const long long need = (long long)P + (long long)continuations[i].size() - 1;
         if (need > session.max_seq())
-            throw Error(ErrorKind::capacity, "capacity exceeded: the prompt's " + std::to_string(P) +
-                                                 " tokens and continuation " + std::to_string(i) + "'s " +
-                                                 std::to_string(continuations[i].size()) + " need " +
-                                                 std::to_string(need) + " positions > K=" +
-                                                 std::to_string(session.max_seq()) + " (max_seq)");
+            throw Error(ErrorKind::capacity,
+                        "capacity exceeded: the prompt's " + std::to_string(P) +
+                            " tokens and continuation " + std::to_string(i) + "'s " +
+                            std::to_string(continuations[i].size()) + " need " +
+                            std::to_string(need) +
+                            " positions > K=" + std::to_string(session.max_seq()) + " (max_seq)");
     }
     const std::span<const float> last = session.prefill(prompt);
     const std::vector<float> prompt_logits(last.begin(), last.end());  // append overwrites them

@@ -15,9 +15,9 @@ class Session;
 class Tokenizer;
 
 struct ContinuationScore {
-    double logprob = 0;   // sum over the continuation's tokens (natural log)
+    double logprob = 0;  // sum over the continuation's tokens (natural log)
     int tokens = 0;
-    bool greedy = true;   // every token is the argmax of its logits (ties: the lowest id)
+    bool greedy = true;  // every token is the argmax of its logits (ties: the lowest id)
 };
 
 // The ids of a scoring request, by lm-eval-harness's boundary rule: white
@@ -30,7 +30,8 @@ struct ScoreIds {
     std::vector<int> prompt;
     std::vector<std::vector<int>> continuations;
 };
-ScoreIds score_ids(const Tokenizer& tokenizer, std::string_view prompt, std::span<const std::string> continuations);
+ScoreIds score_ids(const Tokenizer& tokenizer, std::string_view prompt,
+                   std::span<const std::string> continuations);
 
 // Prefills `prompt` (the session is reset) and scores each continuation with
 // the log-probabilities of token_logprob (generate.hpp). The session needs

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "staticlm/batch_session.hpp"
@@ -68,9 +67,11 @@ TEST_CASE("token_logprob: log-softmax in double, the top alternatives best first
     const std::vector<float> big = {1e4f, 1e4f, -1e4f};  // exp(1e4) overflows even a double
     CHECK(token_logprob(big, 0) == doctest::Approx(-std::log(2.0)));
     CHECK(std::isfinite(token_logprob(big, 2)));
-    test::expect_error([&] { token_logprob(logits, 6); }, ErrorKind::input, {"token 6", "vocabulary of 6"});
+    test::expect_error([&] { token_logprob(logits, 6); }, ErrorKind::input,
+                       {"token 6", "vocabulary of 6"});
     std::vector<TokenLogprob> too_many(7);
-    test::expect_error([&] { token_logprob(logits, 0, too_many); }, ErrorKind::config, {"7 alternatives"});
+    test::expect_error([&] { token_logprob(logits, 0, too_many); }, ErrorKind::config,
+                       {"7 alternatives"});
 }
 
 TEST_CASE("stories260K logprobs and scores agree with transformers") {
@@ -91,7 +92,8 @@ TEST_CASE("stories260K logprobs and scores agree with transformers") {
             CHECK(ids.prompt == p["prompt_ids"].get<std::vector<int>>());
             REQUIRE(ids.continuations.size() == 1);
             CHECK(ids.continuations[0] == p["continuation_ids"].get<std::vector<int>>());
-            const std::vector<ContinuationScore> s = score_continuations(session, ids.prompt, ids.continuations);
+            const std::vector<ContinuationScore> s =
+                score_continuations(session, ids.prompt, ids.continuations);
             REQUIRE(s.size() == 1);
             const double d = std::abs(s[0].logprob - p["logprob"].get<double>());
             max_score = std::max(max_score, d);
@@ -116,20 +118,23 @@ TEST_CASE("stories260K logprobs and scores agree with transformers") {
             for (size_t i = 0; i < r.tokens.size(); ++i) {
                 const nlohmann::json& st = g["steps"][i];
                 CHECK(r.tokens[i] == st["token"].get<int>());
-                max_gen = std::max(max_gen, std::abs(double(r.logprobs[i]) - st["logprob"].get<double>()));
+                max_gen = std::max(max_gen,
+                                   std::abs(double(r.logprobs[i]) - st["logprob"].get<double>()));
                 CHECK(r.top_logprobs[i * 5].token == r.tokens[i]);
                 CHECK(r.top_logprobs[i * 5].logprob == r.logprobs[i]);
                 for (size_t k = 0; k < 5; ++k) {
-                    // (f16 K/V may swap alternatives closer than its rounding; the values stay sorted.)
-                    if (kv == KvType::f32) CHECK(r.top_logprobs[i * 5 + k].token == st["top"][k][0].get<int>());
+                    // (f16 K/V may swap alternatives closer than its rounding; the values stay
+                    // sorted.)
+                    if (kv == KvType::f32)
+                        CHECK(r.top_logprobs[i * 5 + k].token == st["top"][k][0].get<int>());
                     max_gen = std::max(max_gen, std::abs(double(r.top_logprobs[i * 5 + k].logprob) -
                                                          st["top"][k][1].get<double>()));
                 }
             }
         }
         CHECK(max_gen < budget);
-        MESSAGE("kv " << std::string(kv_type_name(kv)) << ": max |delta| vs transformers: scores " << max_score
-                      << " nats, generated-token logprobs " << max_gen << " nats");
+        MESSAGE("kv " << std::string(kv_type_name(kv)) << ": max |delta| vs transformers: scores "
+                      << max_score << " nats, generated-token logprobs " << max_gen << " nats");
     }
 }
 
@@ -138,9 +143,11 @@ TEST_CASE("scoring: the prompt once, continuations independent of each other; er
     auto model = stories();
     const Tokenizer& tok = *model_tokenizer(*model);
     Session session(model, session_options(KvType::f16));
-    const std::vector<std::string> conts = {" there was a girl", ",", " the end of a long story about a dog"};
+    const std::vector<std::string> conts = {" there was a girl", ",",
+                                            " the end of a long story about a dog"};
     const ScoreIds ids = score_ids(tok, "Once upon a time", conts);
-    const std::vector<ContinuationScore> all = score_continuations(session, ids.prompt, ids.continuations);
+    const std::vector<ContinuationScore> all =
+        score_continuations(session, ids.prompt, ids.continuations);
     REQUIRE(all.size() == 3);
     CHECK(session.pos() == int(ids.prompt.size()));  // left holding the prompt
     for (size_t i = 0; i < conts.size(); ++i) {
@@ -151,20 +158,24 @@ TEST_CASE("scoring: the prompt once, continuations independent of each other; er
         CHECK(one[0].tokens == all[i].tokens);
     }
     // The boundary rule: white space at the end of the prompt joins the continuation.
-    const ScoreIds moved = score_ids(tok, "Once upon a time ", std::vector<std::string>{"there was a girl"});
+    const ScoreIds moved =
+        score_ids(tok, "Once upon a time ", std::vector<std::string>{"there was a girl"});
     CHECK(moved.prompt == ids.prompt);
     CHECK(moved.continuations[0] == ids.continuations[0]);
 
-    test::expect_error([&] { score_ids(tok, "x", std::vector<std::string>{"a", ""}); }, ErrorKind::input,
-                       {"continuation 1", "empty"});
+    test::expect_error(
+        [&] {
+            score_ids(tok, "x", std::vector<std::string>{"a", ""});
+        },
+        ErrorKind::input, {"continuation 1", "empty"});
     const std::vector<std::vector<int>> long_cont = {std::vector<int>(200, 300)};
-    test::expect_error([&] { score_continuations(session, ids.prompt, long_cont); }, ErrorKind::capacity,
-                       {"continuation 0", "max_seq"});
+    test::expect_error([&] { score_continuations(session, ids.prompt, long_cont); },
+                       ErrorKind::capacity, {"continuation 0", "max_seq"});
     SessionOptions plain = session_options(KvType::f16);
     plain.all_logits = false;
     Session no_rows(model, plain);
-    test::expect_error([&] { score_continuations(no_rows, ids.prompt, ids.continuations); }, ErrorKind::config,
-                       {"all_logits"});
+    test::expect_error([&] { score_continuations(no_rows, ids.prompt, ids.continuations); },
+                       ErrorKind::config, {"all_logits"});
 }
 
 TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit") {
@@ -177,7 +188,8 @@ TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit"
     bo.slots = 3;
     bo.session = so;
     BatchGenerator gen(model, bo);
-    const char* prompts[] = {"Once upon a time", "The little dog", "Lily and Ben", "", "Tom had a red ball"};
+    const char* prompts[] = {"Once upon a time", "The little dog", "Lily and Ben", "",
+                             "Tom had a red ball"};
     struct Run {
         std::vector<int> tokens;
         std::vector<float> lp;
@@ -195,7 +207,8 @@ TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit"
             s.seed = 7 + next;
             top_n[next] = int(next % 3) * 4;  // 0, 4, 8
             const std::vector<int> ids = tok.encode(prompts[next], true);
-            const int slot = gen.submit(next, ids, s, 6 + int(next), std::vector<int>{}, top_n[next]);
+            const int slot =
+                gen.submit(next, ids, s, 6 + int(next), std::vector<int>{}, top_n[next]);
             of_slot[size_t(slot)] = next++;
         }
         gen.step();
@@ -203,7 +216,8 @@ TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit"
             if (!gen.in_use(slot)) continue;
             Run& r = batched[of_slot[size_t(slot)]];
             const auto top = gen.last_top_logprobs(slot);
-            if (r.top.size() < gen.generated(slot).size() * top.size()) r.top.insert(r.top.end(), top.begin(), top.end());
+            if (r.top.size() < gen.generated(slot).size() * top.size())
+                r.top.insert(r.top.end(), top.begin(), top.end());
             if (!gen.finished(slot)) continue;
             r.tokens.assign(gen.generated(slot).begin(), gen.generated(slot).end());
             r.lp.assign(gen.logprobs(slot).begin(), gen.logprobs(slot).end());
@@ -233,11 +247,13 @@ TEST_CASE("logprobs of a batched generation equal generate() alone, bit for bit"
     }
     GenerateOptions bad;
     bad.logprobs = 21;
-    test::expect_error([&] { generate(session, nullptr, std::vector<int>{1}, bad); }, ErrorKind::config,
-                       {"logprobs", "0..20", "21"});
+    test::expect_error([&] { generate(session, nullptr, std::vector<int>{1}, bad); },
+                       ErrorKind::config, {"logprobs", "0..20", "21"});
 }
 
-TEST_CASE("scoring on a ring cache: a continuation longer than the ring can rewind re-prefills the prompt") {
+TEST_CASE(
+    "scoring on a ring cache: a continuation longer than the ring can rewind re-prefills the "
+    "prompt") {
     LoadOptions lo;
     lo.weights = WeightType::f32;
     lo.threads = 1;
@@ -248,7 +264,8 @@ TEST_CASE("scoring on a ring cache: a continuation longer than the ring can rewi
     for (int i = 0; i < 10; ++i) prompt[size_t(i)] = (i * 37 + 5) % V;
     std::vector<std::vector<int>> conts = {std::vector<int>(30), {7, 8}, std::vector<int>(25)};
     for (size_t c = 0; c < conts.size(); ++c)
-        for (size_t i = 0; i < conts[c].size(); ++i) conts[c][i] = int((i * 11 + c * 5 + 3) % size_t(V));
+        for (size_t i = 0; i < conts[c].size(); ++i)
+            conts[c][i] = int((i * 11 + c * 5 + 3) % size_t(V));
     auto scores = [&](bool ring) {
         SessionOptions so;
         so.max_seq = 64;
@@ -266,9 +283,11 @@ TEST_CASE("scoring on a ring cache: a continuation longer than the ring can rewi
         std::vector<ContinuationScore> all = score_continuations(s, prompt, conts);
         // Each alone equals its score among the others.
         for (size_t c = 0; c < conts.size(); ++c)
-            CHECK(score_continuations(s, prompt, std::span(conts).subspan(c, 1))[0].logprob == all[c].logprob);
+            CHECK(score_continuations(s, prompt, std::span(conts).subspan(c, 1))[0].logprob ==
+                  all[c].logprob);
         return all;
     };
     const std::vector<ContinuationScore> full = scores(false), ring = scores(true);
-    for (size_t c = 0; c < conts.size(); ++c) CHECK(ring[c].logprob == doctest::Approx(full[c].logprob).epsilon(1e-5));
+    for (size_t c = 0; c < conts.size(); ++c)
+        CHECK(ring[c].logprob == doctest::Approx(full[c].logprob).epsilon(1e-5));
 }
