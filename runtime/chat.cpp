@@ -99,13 +99,16 @@ std::string_view after_thinking(const ChatTemplate& t, std::string_view content)
 
 std::string strip_thinking(ChatFormat format, std::string_view text) {
     const ChatTemplate& t = format.chat_template();
-    if (t.think_close.empty()) return std::string(text);
-    if (text.find(t.think_close) == std::string_view::npos) {
-        // An unclosed block (generation stopped inside it) is all reasoning.
-        const std::string_view lead = trim(text);
-        return lead.starts_with(t.think_open) ? std::string() : std::string(text);
-    }
-    return std::string(after_thinking(t, text));
+    if (t.think_open.empty() || t.think_close.empty()) return std::string(text);
+    // Only a block the reply opens with: a close tag later in the answer is text.
+    const size_t open = text.find_first_not_of(" \t\r\n");
+    if (open == std::string_view::npos || text.compare(open, t.think_open.size(), t.think_open) != 0)
+        return std::string(text);
+    const size_t close = text.find(t.think_close, open + t.think_open.size());
+    if (close == std::string_view::npos) return {};  // generation stopped inside it: all reasoning
+    std::string_view rest = text.substr(close + t.think_close.size());
+    while (!rest.empty() && rest.front() == '\n') rest.remove_prefix(1);
+    return std::string(rest);
 }
 
 const char* chat_format_name(ChatFormat format) { return format.chat_template().name; }

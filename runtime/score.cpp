@@ -48,12 +48,20 @@ ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt,
            std::string_view(" \t\n\r\f\v").find(prompt[end - 1]) != std::string_view::npos)
         --end;
     const std::string_view context = prompt.substr(0, end), moved = prompt.substr(end);
-    ScoreIds out;
-    out.prompt = tok.encode(context, /*add_special=*/true);
-    if (out.prompt.empty()) {
+    // The tokenizer's leading special ids (BOS) start the prompt; a trailing EOS
+    // that it appends would sit between prompt and continuation, so it is left out.
+    std::vector<int> prefix = tok.encode("", /*add_special=*/true);
+    if (!prefix.empty() && tok.eos_id() >= 0 && prefix.back() == tok.eos_id() &&
+        (prefix.size() >= 2 || tok.eos_id() != tok.bos_id()))
+        prefix.pop_back();
+    const std::vector<int> context_ids = tok.encode(context, /*add_special=*/false);
+    if (prefix.empty() && context_ids.empty()) {
         if (tok.bos_id() < 0) throw Error(ErrorKind::input, "empty prompt and no BOS token");
-        out.prompt.push_back(tok.bos_id());
+        prefix.push_back(tok.bos_id());  // something to predict the continuation from
     }
+    ScoreIds out;
+    out.prompt = prefix;
+    out.prompt.insert(out.prompt.end(), context_ids.begin(), context_ids.end());
     for (size_t i = 0; i < continuations.size(); ++i) {
         if (continuations[i].empty())
             throw Error(ErrorKind::input,
@@ -61,12 +69,14 @@ ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt,
         std::string whole(context);
         whole += moved;
         whole += continuations[i];
-        std::vector<int> ids = tok.encode(whole, /*add_special=*/true);
-        if (ids.size() <= out.prompt.size())
+        // The boundary rule: prompt + continuation tokenized together, the
+        // continuation's ids being those after the context's count.
+        std::vector<int> ids = tok.encode(whole, /*add_special=*/false);
+        if (ids.size() <= context_ids.size())
             throw Error(ErrorKind::input, "continuation " + std::to_string(i) +
                                               " adds no tokens after the prompt's " +
                                               std::to_string(out.prompt.size()));
-        ids.erase(ids.begin(), ids.begin() + std::ptrdiff_t(out.prompt.size()));
+        ids.erase(ids.begin(), ids.begin() + std::ptrdiff_t(context_ids.size()));
         out.continuations.push_back(std::move(ids));
     }
     return out;

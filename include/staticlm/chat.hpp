@@ -54,10 +54,10 @@ ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
 ChatFormat chat_format_from_template(std::string_view template_text);
 
 // `text` without the reasoning block that a reasoning model's reply opens with
-// (ChatTemplate::think_open .. think_close and the blank lines after it); a
-// reply whose block never closed is all reasoning (empty result). Unchanged
-// for templates without thinking tags or text without the close tag and
-// without a leading open tag.
+// (think_open after white space, through the first think_close, and the
+// newlines after it); a reply whose block never closed is all reasoning (empty
+// result). Unchanged for templates without thinking tags and for a reply that
+// does not open with think_open (a close tag later in an answer is text).
 std::string strip_thinking(ChatFormat format, std::string_view text);
 
 // The whole conversation as text, as apply_chat_template(add_generation_prompt) renders it.

@@ -68,6 +68,8 @@ void read_llama_rope(const ConfigReader& r, ModelConfig& c) {
         if (p.has("mscale") || p.has("mscale_all_dim"))
             p.fail(ErrorKind::unsupported, "mscale", "(DeepSeek's YaRN variant) is not supported");
         attention_factor = rope_apply_yarn(inv, head_dim, theta, y);
+        if (!std::isfinite(float(attention_factor * attention_factor)))
+            p.fail(ErrorKind::format, "attention_factor", "gives a non-finite attention scale");
     } else if (type != "default") {
         throw Error(ErrorKind::unsupported, "unsupported rope_scaling type '" + type + "' in " + r.file +
                                                 " (supported: default, linear, llama3, yarn)");

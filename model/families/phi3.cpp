@@ -45,6 +45,15 @@ std::vector<float> phi3_inv_freq(const Phi3Rope& r, int head_dim, const std::vec
     return inv;
 }
 
+// The attention factor must give finite scales (original_max_position 1
+// makes LongRoPE's ln(original) 0, a huge factor overflows when squared).
+void check_attention_factor(double af, const std::string& where) {
+    const float squared = float(af * af);
+    if (!(af > 0) || !std::isfinite(squared))
+        throw Error(ErrorKind::format, where + " gives a RoPE attention factor of " + std::to_string(af) +
+                                           ", not a finite positive scale");
+}
+
 void apply_phi3_rope(ModelConfig& c, const Phi3Rope& r) {
     for (LayerConfig& lc : c.layers) {
         lc.rotary_dims = r.rotary < lc.head_dim ? r.rotary : 0;
@@ -117,6 +126,8 @@ ModelConfig parse_phi3(const ConfigReader& r, const ConfigReader&) {
             p.has("attention_factor")
                 ? p.number("attention_factor", 1.0, Range{0, kFloatMax, true, false})
                 : factor <= 1 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(double(rope.original_max)));
+        check_attention_factor(rope.attention_factor, r.file + ": " + key + " (original_max_position_embeddings " +
+                                                          std::to_string(rope.original_max) + ")");
     } else if (type != "default") {
         throw Error(ErrorKind::unsupported, "unsupported rope type '" + type + "' in " + r.file +
                                                 " (Phi-3: default, longrope)");
@@ -136,6 +147,9 @@ ModelConfig parse_phi3_gguf(const GgufFile& f) {
     c.fused_qkv = true;
     c.fused_gate_up = true;
     const int head_dim = c.layers.front().head_dim;
+    if (head_dim % 2)
+        throw Error(ErrorKind::format, f.path().string() + ": head size " + std::to_string(head_dim) +
+                                           " (phi3.attention.key_length, or embedding_length / head_count) is odd");
     Phi3Rope rope;
     rope.theta = f.find("phi3.rope.freq_base") ? f.get_float("phi3.rope.freq_base") : 10000.0;
     rope.rotary = f.find("phi3.rope.dimension_count") ? int(f.get_uint("phi3.rope.dimension_count", uint64_t(head_dim)))
@@ -175,6 +189,7 @@ ModelConfig parse_phi3_gguf(const GgufFile& f) {
                                                    std::to_string(af) + " is not a positive float");
             rope.attention_factor = af;
         }
+        check_attention_factor(rope.attention_factor, f.key_where(orig) + " = " + std::to_string(rope.original_max));
     }
     apply_phi3_rope(c, rope);
     if (f.find("phi3.attention.sliding_window")) {
@@ -199,7 +214,7 @@ constexpr TensorLayout kLayouts[] = {{"model.", "lm_head.weight"}};
 // Phi-3 / Phi-4-mini: <|system|>, <|user|>, <|assistant|> turns closed by <|end|>.
 const ChatTemplate kPhi3Chat{
     .name = "phi3",
-    .marker = "<|assistant|>",
+    .marker = "<|end|>",  // not <|assistant|>: Zephyr-style templates (TinyLlama-Chat) have that too
     .system = "<|system|>{content}<|end|>",
     .user = "<|user|>{content}<|end|>",
     .assistant = "<|assistant|>",

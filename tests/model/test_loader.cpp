@@ -214,8 +214,8 @@ TEST_CASE("loader: bad directories, files and tensors") {
     expect_error([&] { Model::load(d.path, o); }, ErrorKind::io, {"config.json"});
     write_file(d.path / "config.json", t.config_json());
     expect_error([&] { Model::load(d.path, o); }, ErrorKind::io, {d.path.string(), "model.safetensors"});
-    write_file(d.path / "config.json", "{\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\"}");
-    expect_error([&] { Model::load(d.path, o); }, ErrorKind::unsupported, {"config.json", "Phi3ForCausalLM"});
+    write_file(d.path / "config.json", "{\"architectures\": [\"MambaForCausalLM\"], \"model_type\": \"mamba\"}");
+    expect_error([&] { Model::load(d.path, o); }, ErrorKind::unsupported, {"config.json", "MambaForCausalLM"});
     write_file(d.path / "config.json", "{\"architectures\": [");
     expect_error([&] { Model::load(d.path, o); }, ErrorKind::format, {"config.json", "JSON"});
 

@@ -295,7 +295,10 @@ TEST_CASE("chat: strip_thinking gives the reply after its reasoning block") {
     // A closed block: the text after it, without the blank lines that follow it.
     CHECK(strip_thinking(qwen3, "<think>\nreasoning\n</think>\n\nanswer") == "answer");
     CHECK(strip_thinking(qwen3, "<think>\n\n</think>\n\nanswer\n\nmore") == "answer\n\nmore");
-    CHECK(strip_thinking(qwen3, "reasoning\n</think>\n\nanswer") == "answer");  // the open tag was in the prompt
+    // Only the block the reply opens with: a close tag in the answer is text
+    // (a reply with thinking off, or one whose answer mentions the tag).
+    CHECK(strip_thinking(qwen3, "<think>\nr\n</think>\n\nUse the </think> tag") == "Use the </think> tag");
+    CHECK(strip_thinking(qwen3, "Use the </think> tag") == "Use the </think> tag");
     // An unclosed block (generation stopped inside it) is all reasoning.
     CHECK(strip_thinking(qwen3, "<think>\nstill thinking").empty());
     CHECK(strip_thinking(qwen3, "\n<think>\nstill thinking").empty());

@@ -291,3 +291,22 @@ TEST_CASE(
     for (size_t c = 0; c < conts.size(); ++c)
         CHECK(ring[c].logprob == doctest::Approx(full[c].logprob).epsilon(1e-5));
 }
+
+TEST_CASE("scoring ids: the tokenizer's BOS rule, not a guess (a BOS id that is not added)") {
+    // The Qwen2 vocabulary fixture has a BOS id (995) but adds none, as Qwen's
+    // files: an empty prompt gets the BOS id to predict from, and the
+    // continuation keeps all its ids.
+    const auto tok = load_model_tokenizer(test::fixtures_dir() / "gguf" / "tokenizers" / "qwen2_bpe_vocab.gguf", false);
+    REQUIRE(tok->bos_id() >= 0);
+    REQUIRE(tok->encode("", true).empty());
+    const std::vector<int> cont = tok->encode(" the end", false);
+    REQUIRE(cont.size() >= 2);
+    ScoreIds ids = score_ids(*tok, "", std::vector<std::string>{" the end"});
+    CHECK(ids.prompt == std::vector<int>{tok->bos_id()});
+    REQUIRE(ids.continuations.size() == 1);
+    CHECK(ids.continuations[0] == cont);
+    // A prompt: its ids alone (no BOS added), the continuation after them.
+    ids = score_ids(*tok, "once", std::vector<std::string>{" the end"});
+    CHECK(ids.prompt == tok->encode("once", false));
+    CHECK(ids.continuations[0] == cont);
+}

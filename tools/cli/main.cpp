@@ -93,6 +93,12 @@ struct ThinkingFilter {
         out->write(held);
         held.clear();
     }
+    // The reply ended: text held while it might still have opened a block
+    // ("<th", white space) is the reply; an unclosed block stays hidden.
+    void finish() {
+        if (state == State::deciding) pass_held();
+        held.clear();
+    }
     static void sink(void* ctx, std::string_view text) { static_cast<ThinkingFilter*>(ctx)->write(text); }
 };
 
@@ -285,6 +291,7 @@ int cmd_chat(const Args& a) {
             ReplyScope scope;
             filter.start();
             r = chat.reply(line, g, {ThinkingFilter::sink, &filter});
+            filter.finish();
         }
         out.write("\n");
         if (interactive)
