@@ -75,6 +75,17 @@ constexpr const char* kQwen3_06b = R"({
   "bos_token_id": 151643, "eos_token_id": 151645
 })";
 
+// The same matrices in a Llama decoder (no q/k norms): the Qwen3 shape's
+// family overhead at equal bytes per token (staticlm bench).
+constexpr const char* kQwen3_06bLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+  "vocab_size": 151936, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
+  "rope_theta": 1000000.0, "tie_word_embeddings": true,
+  "bos_token_id": 151643, "eos_token_id": 151645
+})";
+
 constexpr const char* kTinyLlama = R"({
   "architectures": ["LlamaForCausalLM"], "model_type": "llama",
   "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -86,13 +97,14 @@ constexpr const char* kTinyLlama = R"({
 }  // namespace
 
 std::vector<std::string> builtin_config_names() {
-    return {"llama-3.2-1b", "gemma-4-e2b", "qwen3-0.6b", "tiny-llama"};
+    return {"llama-3.2-1b", "gemma-4-e2b", "qwen3-0.6b", "qwen3-0.6b-as-llama", "tiny-llama"};
 }
 
 ModelConfig builtin_config(const std::string& name) {
     if (name == "llama-3.2-1b") return parse_model_config(kLlama32_1b, "builtin:llama-3.2-1b");
     if (name == "tiny-llama") return parse_model_config(kTinyLlama, "builtin:tiny-llama");
     if (name == "qwen3-0.6b") return parse_model_config(kQwen3_06b, "builtin:qwen3-0.6b");
+    if (name == "qwen3-0.6b-as-llama") return parse_model_config(kQwen3_06bLlama, "builtin:qwen3-0.6b-as-llama");
     if (name == "gemma-4-e2b") {
         std::string types;
         for (int il = 0; il < 35; ++il)
