@@ -205,7 +205,19 @@ kernels::AttentionArgs attention_args(const LayerConfig& lc, const KvView& kv, c
     return aa;
 }
 
-// The attention output projection, the optional sandwich norm and the residual add.
+// A block's output in ws.tmp into the residual stream: its sandwich norm
+// (post_norm, null without), the dump, the residual multiplier, the add.
+void add_block_output(const ModelConfig& c, const kernels::KernelTable& kt, Workspace& ws, const ForwardArgs& a,
+                      int il, const float* post_norm, const char* name) {
+    const int t = a.t;
+    const size_t h = size_t(c.hidden);
+    if (post_norm) kt.rmsnorm(ws.tmp, h, t, c.hidden, post_norm, c.rms_eps, ws.tmp, h);
+    if (a.dump) a.dump(name, il, ws.tmp, t, c.hidden, h);
+    if (c.residual_scale != 1.0f) kt.scale(ws.tmp, size_t(t) * h, c.residual_scale);
+    kt.add(ws.x, ws.tmp, size_t(t) * h);
+}
+
+// The attention output projection, then add_block_output.
 void attention_epilogue(const Model& model, const kernels::KernelTable& kt, Workspace& ws, const ForwardArgs& a,
                         int il) {
     const ModelConfig& c = model.config();
@@ -215,10 +227,7 @@ void attention_epilogue(const Model& model, const kernels::KernelTable& kt, Work
     const size_t h = size_t(c.hidden);
     kernels::matmul(kt, lw.o, ws.attn, size_t(lc.n_heads) * size_t(lc.head_dim), t, ws.tmp, h, ws.matmul_scratch,
                     a.n_threads);
-    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_attn_norm, c.rms_eps, ws.tmp, h);
-    if (a.dump) a.dump("attn_out", il, ws.tmp, t, c.hidden, h);
-    if (c.residual_scale != 1.0f) kt.scale(ws.tmp, size_t(t) * h, c.residual_scale);
-    kt.add(ws.x, ws.tmp, size_t(t) * h);
+    add_block_output(c, kt, ws, a, il, lc.sandwich_norms ? lw.post_attn_norm : nullptr, "attn_out");
 }
 
 // Attention of rows that are independent sequences (ForwardArgs::seqs): the
@@ -317,10 +326,7 @@ void ffn_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws
     const auto act = c.activation == Activation::silu ? kt.silu_mul : kt.gelu_tanh_mul;
     act(ws.gate, ws.up, size_t(t) * size_t(f), ws.gate);
     kernels::matmul(kt, lw.down, ws.gate, size_t(f), t, ws.tmp, h, ws.matmul_scratch, a.n_threads);
-    if (lc.sandwich_norms) kt.rmsnorm(ws.tmp, h, t, c.hidden, lw.post_ffn_norm, c.rms_eps, ws.tmp, h);
-    if (a.dump) a.dump("ffn_out", il, ws.tmp, t, c.hidden, h);
-    if (c.residual_scale != 1.0f) kt.scale(ws.tmp, size_t(t) * h, c.residual_scale);
-    kt.add(ws.x, ws.tmp, size_t(t) * h);
+    add_block_output(c, kt, ws, a, il, lc.sandwich_norms ? lw.post_ffn_norm : nullptr, "ffn_out");
 }
 
 void per_layer_input_block(const Model& model, const kernels::KernelTable& kt, Workspace& ws,

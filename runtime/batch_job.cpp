@@ -338,24 +338,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             EngineRequest er;
             er.tag = idx;
             er.options = q.options;
-            if (!q.score.empty()) {
-                try {
-                    ScoreIds ids = score_ids(*tok, q.prompt, q.score);
-                    er.prompt = std::move(ids.prompt);
-                    er.score = std::move(ids.continuations);
-                } catch (const Error& e) {
-                    write_error(q, e.kind(), "line " + std::to_string(q.line) + ": " + e.what());
-                    continue;
-                }
-                prompt_tokens[idx] = int(er.prompt.size());
-                try {
-                    engine.submit(std::move(er));
-                } catch (const Error& e) {
-                    write_error(q, e.kind(), e.what());
-                }
-                continue;
-            }
-            if (q.chat && er.options.stop_ids.empty()) {
+            if (q.score.empty() && q.chat && er.options.stop_ids.empty()) {
                 // As Chat::reply: the model's EOS ids and the template's end-of-turn tokens.
                 er.options.stop_ids = model.config().eos_ids;
                 for (std::string_view st : j.options.chat_format.chat_template().stop_tokens) {
@@ -366,7 +349,13 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
                 }
             }
             try {
-                er.prompt = request_ids(q, model, *tok, j.options.chat_format, j.options.chat);
+                if (!q.score.empty()) {  // scoring: the prompt, and the continuations' ids after it
+                    ScoreIds ids = score_ids(*tok, q.prompt, q.score);
+                    er.prompt = std::move(ids.prompt);
+                    er.score = std::move(ids.continuations);
+                } else {
+                    er.prompt = request_ids(q, model, *tok, j.options.chat_format, j.options.chat);
+                }
             } catch (const Error& e) {
                 write_error(q, e.kind(), "line " + std::to_string(q.line) + ": " + e.what());
                 continue;
