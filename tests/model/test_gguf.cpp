@@ -457,7 +457,7 @@ TEST_CASE("gguf twins: every tensor equals its safetensors twin after the conver
         CHECK(q8 == (q->type == GgmlType::q8_0));
         ++n_files;
     }
-    CHECK(n_files == 17);  // + smollm3, granite, 2 phi3 and the qwen2/phi3 Q8_0 twins
+    CHECK(n_files == 18);  // + smollm3, 2 granite, 2 phi3 and the qwen2/phi3 Q8_0 twins
 }
 
 TEST_CASE("gguf: the real Gemma 3 270M Q4_K_M file (skipped when not installed)") {

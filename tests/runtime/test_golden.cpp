@@ -162,14 +162,14 @@ TEST_CASE("golden Qwen2, Qwen3, Mistral, SmolLM3, Granite and Phi-3 fixtures mat
     // qwen3-*: per-head q/k norms, head_dim != hidden / heads, YaRN (attention
     // factor folded into the scale), tied and untied; qwen2-*: q/k/v biases,
     // sliding layers from max_window_layers on; mistral-*: a window on every
-    // layer, head_dim != hidden / heads; smollm3-*: a NoPE layer (no_rope_layers);
-    // granite-*: embedding, attention, residual and logits multipliers; phi3-*:
+    // layer, head_dim != hidden / heads; smollm3-*: NoPE layers (no_rope_layers, or
+    // the no_rope_layer_interval default), GQA and MQA, tied and untied; granite-*:
+    // embedding, attention, residual and logits multipliers, tied and untied; phi3-*:
     // fused qkv/gate_up split at load, partial rotary (q/k rows permuted at
     // load), LongRoPE long (T > original) and short factors, a window on every layer.
     for (const char* prefix : {"qwen3-", "qwen2-", "mistral-", "smollm3-", "granite-", "phi3-"}) {
         const auto dirs = fixtures(prefix);
-        const bool one = std::string(prefix) == "smollm3-" || std::string(prefix) == "granite-";
-        REQUIRE_MESSAGE(dirs.size() >= (one ? 1u : 2u), prefix);
+        REQUIRE_MESSAGE(dirs.size() >= 2u, prefix);
         for (const Budget& b : kBudgets)
             for (const auto& dir : dirs) check_fixture(dir, b);
     }
@@ -182,7 +182,8 @@ TEST_CASE("golden Qwen2, Qwen3, Mistral, SmolLM3, Granite and Phi-3 fixtures mat
 // arrays, per-layer inputs, KV sharing (e2b) and K = V full layers (keqv);
 // the qwen2/qwen3 twins biases, q/k norms and YaRN keys; the Mistral twin is
 // llama.cpp's `llama` architecture (permuted q/k rows); the smollm3 twin has no
-// NoPE key (llama.cpp: every 4th layer), the granite twin the four scale keys,
+// NoPE key (llama.cpp: every 4th layer, so smollm3-interval-mqa has no twin), the
+// granite twins the four scale keys (granite-tied-gqa: no output.weight),
 // the phi3 twins fused attn_qkv/ffn_up, rope factor tensors and the window key.
 TEST_CASE("golden GGUF twins match their safetensors twins' references") {
     const std::filesystem::path g = test::fixtures_dir() / "gguf";
@@ -190,13 +191,14 @@ TEST_CASE("golden GGUF twins match their safetensors twins' references") {
     for (const char* name : {"llama-gqa-llama3", "llama-mqa-3layer", "llama-tied", "gemma3-4b-like-causal",
                              "gemma4-e2b-like-causal", "gemma4-keqv-causal", "qwen3-gqa-untied",
                              "qwen3-mqa-tied-yarn", "qwen2-tied", "mistral-nowindow-hd", "smollm3-norope",
-                             "granite-multipliers", "phi3-longrope-partial", "phi3-short-window"}) {
+                             "granite-multipliers", "granite-tied-gqa", "phi3-longrope-partial",
+                             "phi3-short-window"}) {
         const bool gemma = std::string(name).rfind("gemma", 0) == 0;
         for (const Budget& b : gemma ? kGemmaBudgets : kBudgets)
             check_model(g / (std::string(name) + ".gguf"), test::fixtures_dir() / name / "reference.safetensors", b);
         ++n;
     }
-    CHECK(n == 14);
+    CHECK(n == 15);
 }
 
 // A Q8_0 twin: its weights were rounded to 8 bits by the converter, so even
