@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/file.hpp"
+#include "model/family.hpp"
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 
@@ -126,7 +127,7 @@ std::shared_ptr<const Model> load_llama2c(const std::filesystem::path& file, con
     auto model = std::make_shared<Model>();
     ModelConfig& c = model->config_;
     c.architecture = "llama2.c";
-    c.family = "llama";
+    c.family = std::string(llama2c_family().name);
     c.hidden = dim;
     c.vocab = int(vocab);
     c.n_layers = n_layers;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "model/family.hpp"
 #include "model/model.hpp"
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
@@ -33,86 +34,20 @@ void fill_row(uint64_t seed, size_t entry, int row, int k, float* out) {
     kernels::table().uniform_row(key, k, std::sqrt(3.0f / float(std::max(k, 1))), out);
 }
 
-constexpr const char* kLlama32_1b = R"({
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-  "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
-  "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192,
-  "vocab_size": 128256, "rms_norm_eps": 1e-05, "max_position_embeddings": 131072,
-  "rope_theta": 500000.0,
-  "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-  "tie_word_embeddings": true, "bos_token_id": 128000,
-  "eos_token_id": [128001, 128008, 128009]
-})";
-
-constexpr const char* kGemma4E2b = R"({
-  "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
-  "text_config": {
-    "model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35,
-    "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
-    "global_head_dim": 512, "intermediate_size": 6144, "vocab_size": 262144,
-    "sliding_window": 512, "num_kv_shared_layers": 20, "use_double_wide_mlp": true,
-    "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144,
-    "final_logit_softcapping": 30.0, "rms_norm_eps": 1e-06, "tie_word_embeddings": true,
-    "max_position_embeddings": 131072, "hidden_activation": "gelu_pytorch_tanh",
-    "layer_types": [%LAYER_TYPES%],
-    "rope_parameters": {
-      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-      "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0,
-                         "partial_rotary_factor": 0.25}},
-    "bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0
-  }
-})";
-
-// Qwen3-0.6B's shape: head_dim 128 != 1024 / 16, q/k norms, tied.
-constexpr const char* kQwen3_06b = R"({
-  "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
-  "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
-  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
-  "vocab_size": 151936, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
-  "rope_theta": 1000000.0, "tie_word_embeddings": true, "attention_bias": false,
-  "use_sliding_window": false, "max_window_layers": 28,
-  "bos_token_id": 151643, "eos_token_id": 151645
-})";
-
-// The same matrices in a Llama decoder (no q/k norms): the Qwen3 shape's
-// family overhead at equal bytes per token (staticlm bench).
-constexpr const char* kQwen3_06bLlama = R"({
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-  "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
-  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
-  "vocab_size": 151936, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
-  "rope_theta": 1000000.0, "tie_word_embeddings": true,
-  "bos_token_id": 151643, "eos_token_id": 151645
-})";
-
-constexpr const char* kTinyLlama = R"({
-  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-  "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
-  "num_key_value_heads": 2, "intermediate_size": 768, "vocab_size": 1024,
-  "rms_norm_eps": 1e-05, "max_position_embeddings": 2048, "rope_theta": 10000.0,
-  "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
-})";
-
 }  // namespace
 
 std::vector<std::string> builtin_config_names() {
-    return {"llama-3.2-1b", "gemma-4-e2b", "qwen3-0.6b", "qwen3-0.6b-as-llama", "tiny-llama"};
+    std::vector<std::string> names;
+    for (const FamilyDescriptor* f : families())
+        for (const SyntheticShape& shape : f->synthetic) names.emplace_back(shape.name);
+    return names;
 }
 
 ModelConfig builtin_config(const std::string& name) {
-    if (name == "llama-3.2-1b") return parse_model_config(kLlama32_1b, "builtin:llama-3.2-1b");
-    if (name == "tiny-llama") return parse_model_config(kTinyLlama, "builtin:tiny-llama");
-    if (name == "qwen3-0.6b") return parse_model_config(kQwen3_06b, "builtin:qwen3-0.6b");
-    if (name == "qwen3-0.6b-as-llama") return parse_model_config(kQwen3_06bLlama, "builtin:qwen3-0.6b-as-llama");
-    if (name == "gemma-4-e2b") {
-        std::string types;
-        for (int il = 0; il < 35; ++il)
-            types += std::string(il ? ", " : "") + ((il % 5 == 4) ? "\"full_attention\"" : "\"sliding_attention\"");
-        std::string text = kGemma4E2b;
-        text.replace(text.find("%LAYER_TYPES%"), 13, types);
-        return parse_model_config(text, "builtin:gemma-4-e2b");
-    }
+    // Each family carries its shapes (FamilyDescriptor::synthetic).
+    for (const FamilyDescriptor* f : families())
+        for (const SyntheticShape& shape : f->synthetic)
+            if (shape.name == name) return parse_model_config(std::string(shape.config_json), "builtin:" + name);
     std::string known;
     for (const std::string& n : builtin_config_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error(ErrorKind::config, "unknown built-in model '" + name + "' (known: " + known + ")");

@@ -96,10 +96,9 @@ std::vector<WeightEntry> plan_weights(const ModelConfig& c, ModelWeights& w, con
                 throw Error(ErrorKind::format, "rotary dims " + std::to_string(lc.rotary_dims) + " of head size " +
                                                    std::to_string(lc.head_dim) + " are not even (layer " +
                                                    std::to_string(il) + ")");
-        }
-        if (lc.rotary_dims > 0 && lc.rotary_dims < lc.head_dim)
             for (size_t i : {qkv[0], qkv[1]})
                 if (i != kNone) p[i].rows.head_dim = lc.head_dim, p[i].rows.rotary = lc.rotary_dims;
+        }
         if (c.fused_qkv) {
             if (qkv[1] == kNone || qkv[2] == kNone)
                 throw Error(ErrorKind::unsupported, "fused q/k/v projections with KV sharing or K = V (layer " +

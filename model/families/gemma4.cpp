@@ -364,6 +364,34 @@ constexpr IgnoredTensors kIgnored[] = {
     {"model.embed_audio.", "audio embedding"},
 };
 
+// Gemma 4 E2B's shape (staticlm bench --synthetic gemma-4-e2b): every 5th layer full.
+constexpr std::string_view kGemma4E2b = R"({
+  "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+  "text_config": {
+    "model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35,
+    "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+    "global_head_dim": 512, "intermediate_size": 6144, "vocab_size": 262144,
+    "sliding_window": 512, "num_kv_shared_layers": 20, "use_double_wide_mlp": true,
+    "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144,
+    "final_logit_softcapping": 30.0, "rms_norm_eps": 1e-06, "tie_word_embeddings": true,
+    "max_position_embeddings": 131072, "hidden_activation": "gelu_pytorch_tanh",
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+      "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    "rope_parameters": {
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+      "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0,
+                         "partial_rotary_factor": 0.25}},
+    "bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0
+  }
+})";
+
+constexpr SyntheticShape kSynthetic[] = {{"gemma-4-e2b", kGemma4E2b}};
+
 }  // namespace
 
 // The template of the released checkpoints with thinking off (its default):
@@ -394,6 +422,7 @@ const FamilyDescriptor kGemma4Family{
     .hf_name = hf_tensor_name,
     .ignored = kIgnored,
     .chat = &kGemma4Chat,
+    .synthetic = kSynthetic,
 };
 
 }  // namespace staticlm

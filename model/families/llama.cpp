@@ -246,6 +246,41 @@ namespace {
 ModelConfig parse_llama(const ConfigReader& r, const ConfigReader&) { return parse_llama_like(r); }
 ModelConfig parse_llama_gguf(const GgufFile& f) { return parse_llama_like_gguf(f); }
 
+// Built-in shapes (staticlm bench --synthetic): Llama 3.2 1B; Qwen3-0.6B's
+// matrices in a Llama decoder (no q/k norms), to compare a family's overhead at
+// equal bytes per token; a tiny one for tests.
+constexpr std::string_view kLlama32_1b = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+  "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192,
+  "vocab_size": 128256, "rms_norm_eps": 1e-05, "max_position_embeddings": 131072,
+  "rope_theta": 500000.0,
+  "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                   "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+  "tie_word_embeddings": true, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009]
+})";
+
+constexpr std::string_view kQwen3_06bLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+  "vocab_size": 151936, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
+  "rope_theta": 1000000.0, "tie_word_embeddings": true,
+  "bos_token_id": 151643, "eos_token_id": 151645
+})";
+
+constexpr std::string_view kTinyLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+  "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+  "num_key_value_heads": 2, "intermediate_size": 768, "vocab_size": 1024,
+  "rms_norm_eps": 1e-05, "max_position_embeddings": 2048, "rope_theta": 10000.0,
+  "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
+})";
+
+constexpr SyntheticShape kSynthetic[] = {
+    {"llama-3.2-1b", kLlama32_1b}, {"qwen3-0.6b-as-llama", kQwen3_06bLlama}, {"tiny-llama", kTinyLlama}};
+
 constexpr ConfigForm kForms[] = {
     {.architecture = "LlamaForCausalLM", .model_type = "llama", .nested = false, .tie_default = false},
 };
@@ -283,6 +318,9 @@ const FamilyDescriptor kLlamaFamily{
     .hf_name = hf_tensor_name,
     .ignored = {},
     .chat = &kLlama3Chat,
+    .synthetic = kSynthetic,
 };
+
+const FamilyDescriptor& llama2c_family() { return kLlamaFamily; }
 
 }  // namespace staticlm

@@ -59,6 +59,19 @@ ModelConfig parse_qwen3_gguf(const GgufFile& f) {
     return c;
 }
 
+// Qwen3-0.6B's shape (staticlm bench --synthetic qwen3-0.6b): head_dim 128 != 1024 / 16, tied.
+constexpr std::string_view kQwen3_06b = R"({
+  "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+  "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+  "vocab_size": 151936, "rms_norm_eps": 1e-06, "max_position_embeddings": 40960,
+  "rope_theta": 1000000.0, "tie_word_embeddings": true, "attention_bias": false,
+  "use_sliding_window": false, "max_window_layers": 28,
+  "bos_token_id": 151643, "eos_token_id": 151645
+})";
+
+constexpr SyntheticShape kQwen3Synthetic[] = {{"qwen3-0.6b", kQwen3_06b}};
+
 constexpr ConfigForm kQwen2Forms[] = {
     {.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .nested = false, .tie_default = false},
 };
@@ -128,6 +141,7 @@ const FamilyDescriptor kQwen3Family{
     .hf_name = hf_tensor_name,
     .ignored = {},
     .chat = &kQwen3Chat,
+    .synthetic = kQwen3Synthetic,
 };
 
 }  // namespace staticlm

@@ -61,8 +61,15 @@ struct IgnoredTensors {
     std::string_view what;    // "vision tower"
 };
 
+// A built-in random-weight shape of a family (staticlm bench/info --synthetic
+// NAME): its name and the config.json it is read from.
+struct SyntheticShape {
+    std::string_view name;
+    std::string_view config_json;
+};
+
 struct FamilyDescriptor {
-    std::string_view name;  // ModelConfig::family: "llama", "gemma4"
+    std::string_view name;  // ModelConfig::family, for display and find_family
     std::span<const ConfigForm> forms;
     std::span<const std::string_view> gguf_architectures;  // GGUF general.architecture values
     // config.json → ModelConfig. `decoder` reads the decoder's keys (text_config
@@ -85,6 +92,7 @@ struct FamilyDescriptor {
     TensorNameFn hf_name;
     std::span<const IgnoredTensors> ignored;
     const ChatTemplate* chat;  // null: the family has no chat template of its own
+    std::span<const SyntheticShape> synthetic = {};  // built-in shapes (model/synthetic.cpp)
 };
 
 // Every family, in the order checkpoints are matched against them
@@ -96,6 +104,8 @@ const FamilyDescriptor* find_family(std::string_view name);
 const FamilyDescriptor* find_gguf_family(std::string_view architecture);
 // The GGUF architectures some family reads, comma-separated (for errors).
 std::string gguf_architectures_known();
+// The family llama2.c files belong to (model/llama2c.cpp).
+const FamilyDescriptor& llama2c_family();
 
 // Chat templates behind the public ChatFormat names (plain, llama3, gemma4).
 extern const ChatTemplate kPlainChat;
