@@ -21,7 +21,7 @@ ln -sfn "$src" "$work/src/subprojects/staticlm"
 if [[ ! -f "$work/build/build.ninja" ]]; then
     cc=cc cxx=c++
     if command -v ccache >/dev/null; then cc="ccache cc" cxx="ccache c++"; fi
-    CC=$cc CXX=$cxx meson setup "$work/build" "$work/src" --buildtype=release --force-fallback-for=staticlm \
+    CC=$cc CXX=$cxx meson setup "$work/build" "$work/src" --buildtype=plain --force-fallback-for=staticlm \
         -Dstaticlm:sentencepiece=disabled -Dstaticlm:native=true \
         -Dstaticlm:tests=false -Dstaticlm:benchmarks=disabled >"$work/setup.log" 2>&1 || {
         echo "FAIL: meson setup of the consumer"; tail -30 "$work/setup.log"; exit 1; }
