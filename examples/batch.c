@@ -6,6 +6,7 @@
  *   cc batch.c -o batch $(pkg-config --cflags --libs staticlm)
  *   ./batch [MODEL_DIR [THREADS]]   (default ../shared/data/stories260K-hf, all CPUs)
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
