@@ -1,7 +1,7 @@
 /* The thread-safety contract of staticlm.h, from C: one model shared by many
  * threads, each with its own session (greedy outputs equal the one-thread
- * reference) and its own batch; tokenizing on the shared model meanwhile; a
- * second thread entering a session or batch that is running gets SLM_ERR_BUSY
+ * reference) and its own batch; tokenizing and detokenizing on a shared
+ * model meanwhile (stories260K, when ../shared/data has it); a second thread entering a session or batch that is running gets SLM_ERR_BUSY
  * and changes nothing. Sessions use one thread each, so the test exercises
  * the API's sharing rules and not the worker pool. tools/tsan.sh runs it
  * under ThreadSanitizer.
@@ -28,6 +28,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 enum { kThreads = 8, kGen = 24 };
 
 static slm_model* g_model;
+static slm_model* g_text_model; /* stories260K, or NULL */
 static const int32_t kPrompts[kThreads][4] = {{1, 17, 200, 3}, {1, 5, 6, 7},   {1, 99, 98, 97}, {1, 40, 41, 42},
                                               {1, 250, 7, 8},  {1, 9, 9, 9},   {1, 60, 61, 62}, {1, 30, 31, 32}};
 
@@ -108,6 +109,21 @@ static void* worker(void* arg) {
     generate_batch(i, &g_got[i][1]);
     /* The shared model's tokenizer-free calls meanwhile. */
     CHECK(slm_model_vocab(g_model) == 256 && slm_model_eos(g_model) == 2);
+    /* Tokenizing and detokenizing on one shared model: the ids and text of
+     * test_c_api's tokenizer part, from every thread. */
+    for (int k = 0; g_text_model && k < 20; ++k) {
+        int32_t ids[16];
+        CHECK(slm_tokenize(g_text_model, "Once upon a time", 0, ids, 16) == 4 && ids[0] == 403 && ids[1] == 407 &&
+              ids[2] == 261 && ids[3] == 378);
+        char text[64];
+        CHECK(slm_detokenize(g_text_model, ids, 4, text, sizeof text) == 16 && strcmp(text, "Once upon a time") == 0);
+        slm_detokenizer* d = NULL;
+        CHECK(slm_detokenizer_create(g_text_model, &d) == SLM_OK);
+        const char* piece = NULL;
+        size_t len = 0;
+        CHECK(d && slm_detokenizer_push(d, ids[0], &piece, &len) == SLM_OK && len == 4 && memcmp(piece, "Once", 4) == 0);
+        slm_detokenizer_free(d);
+    }
     return NULL;
 }
 
@@ -180,6 +196,13 @@ int main(int argc, char** argv) {
         return 1;
     }
     for (int i = 0; i < kThreads; ++i) generate(i, &g_want[i]);
+    char text_dir[4096];
+    snprintf(text_dir, sizeof text_dir, "%s/../shared/data/stories260K-hf", argv[1]);
+    slm_model_params tp = slm_model_default_params();
+    tp.weights = SLM_WEIGHTS_F32;
+    tp.threads = 1;
+    if (slm_model_load(text_dir, &tp, &g_text_model) != SLM_OK)
+        printf("SKIPPED shared tokenizer part: %s does not load (%s)\n", text_dir, slm_last_error());
 
     pthread_t t[kThreads];
     for (int i = 0; i < kThreads; ++i) CHECK(pthread_create(&t[i], NULL, worker, (void*)(size_t)i) == 0);
@@ -259,6 +282,7 @@ int main(int argc, char** argv) {
     printf("two threads on one batch: %d steps ran, %d refused as busy\n", ran, a.busy + c.busy);
     printf("threads: %d failures\n", g_fails);
     slm_batch_free(b);
+    slm_model_free(g_text_model);
     slm_model_free(g_model);
     return g_fails ? 1 : 0;
 }
