@@ -829,7 +829,7 @@ slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint
         er.tag = b->next_id;
         if (b->engine->active() >= b->engine->capacity())
             throw Error(ErrorKind::capacity, "all " + std::to_string(b->engine->capacity()) +
-                                                 " slots hold running requests: step and collect first");
+                                                 " slots hold running requests: step until one finishes");
         b->engine->submit(std::move(er));  // checks the rest; throws before changing anything
         b->running.push_back({b->next_id, r.tag, r.logprobs >= 0});
         if (id) *id = b->next_id;

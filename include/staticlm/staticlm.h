@@ -425,8 +425,8 @@ SLM_API slm_batch_request slm_batch_default_request(void);
 SLM_API slm_status slm_batch_create(slm_model* model, const slm_batch_params* params, slm_batch** out);
 SLM_API void slm_batch_free(slm_batch* b);
 /* Starts a request in a free slot; *id (may be NULL) identifies it (1, 2, ...).
- * SLM_ERR_CAPACITY when every slot holds a running request (step and collect
- * first) or the prompt exceeds max_seq; bad settings are SLM_ERR_CONFIG or
+ * SLM_ERR_CAPACITY when every slot holds a running request (step until one
+ * finishes) or the prompt exceeds max_seq; bad settings are SLM_ERR_CONFIG or
  * SLM_ERR_INPUT, checked here. A failed submit changes nothing. */
 SLM_API slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint64_t* id);
 /* One step; *n_finished (may be NULL): requests it finished, now waiting to be
