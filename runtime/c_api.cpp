@@ -94,15 +94,27 @@ slm_status fail(slm_status status, std::string message) {
 
 slm_status null_arg(const char* what) { return fail(SLM_ERR_INPUT, std::string("null argument: ") + what); }
 
-// The size of the layout of T before its last appended fields (0: none):
-// what a program built against an older header passes.
+// The layout of T before its last appended fields, as a program built
+// against the older header passes it: its sizeof (where the new fields begin,
+// rounded up to T's alignment) and the bytes of its fields (up to there; the
+// rest was padding, which the new fields may occupy now). {0, 0}: none.
+struct OlderLayout {
+    size_t size = 0, fields = 0;
+};
 template <class T>
-size_t older_size() {
-    if constexpr (std::is_same_v<T, slm_model_params>) return offsetof(slm_model_params, act_bits);
-    if constexpr (std::is_same_v<T, slm_session_params>) return offsetof(slm_session_params, all_logits);  // API 1
-    if constexpr (std::is_same_v<T, slm_generate_params>) return offsetof(slm_generate_params, on_token_info);  // API 1
-    return 0;
+constexpr OlderLayout older_layout() {
+    auto at = [](size_t first_new_field) {
+        return OlderLayout{(first_new_field + alignof(T) - 1) / alignof(T) * alignof(T), first_new_field};
+    };
+    if constexpr (std::is_same_v<T, slm_model_params>) return at(offsetof(slm_model_params, act_bits));
+    if constexpr (std::is_same_v<T, slm_session_params>) return at(offsetof(slm_session_params, all_logits));
+    if constexpr (std::is_same_v<T, slm_generate_params>) return at(offsetof(slm_generate_params, on_token_info));
+    return {};
 }
+static_assert(older_layout<slm_session_params>().size < sizeof(slm_session_params) &&
+                  older_layout<slm_generate_params>().size < sizeof(slm_generate_params) &&
+                  older_layout<slm_model_params>().size < sizeof(slm_model_params),
+              "a grown struct's size must change, or an older one would be read as the current layout");
 
 // Reads a caller's params struct: NULL gives the defaults; otherwise `size`
 // must be the size of a layout this library knows: sizeof(T), or an older
@@ -110,9 +122,10 @@ size_t older_size() {
 template <class T>
 T read_params(const T* p, const T& defaults, const char* name) {
     if (!p) return defaults;
-    if (p->size != sizeof(T) && p->size != 0 && p->size == older_size<T>()) {
+    constexpr OlderLayout older = older_layout<T>();
+    if (older.size != 0 && p->size == older.size) {
         T r = defaults;
-        std::memcpy(static_cast<void*>(&r), p, p->size);
+        std::memcpy(static_cast<void*>(&r), p, older.fields);
         r.size = sizeof(T);
         return r;
     }
@@ -631,6 +644,8 @@ slm_status slm_session_create(slm_model* model, const slm_session_params* params
                                 : staticlm::default_append_buckets(so.max_seq);
         so.ring_sliding = p.ring_sliding != 0;
         so.all_logits = p.all_logits != 0;
+        if (p.reserved != 0)
+            throw Error(ErrorKind::config, "slm_session_params.reserved must be 0, got " + std::to_string(p.reserved));
         *out = new slm_session{model->model, staticlm::Session(model->model, so), model->chat_format, model->log};
     });
 }

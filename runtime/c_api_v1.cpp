@@ -16,17 +16,21 @@
 namespace {
 
 // The C API 1 layouts: the current structs up to the first field C API 2
-// added, with the structs' alignment.
+// added, rounded up to their alignment (slm_session_params's ended in 4
+// bytes of padding, which its new field took).
 template <size_t N>
 struct alignas(8) V1Layout {
     unsigned char bytes[N];
 };
-using SessionParamsV1 = V1Layout<offsetof(slm_session_params, all_logits)>;
+using SessionParamsV1 = V1Layout<offsetof(slm_session_params, all_logits) + 4>;
 using GenerateParamsV1 = V1Layout<offsetof(slm_generate_params, on_token_info)>;
 // Over 16 bytes, both are returned through a pointer the caller passes
 // (x86-64 and aarch64 alike), whatever their fields.
 static_assert(sizeof(SessionParamsV1) == 64 && sizeof(GenerateParamsV1) == 72,
               "the C API 1 sizes of slm_session_params and slm_generate_params");
+static_assert(sizeof(slm_session_params) > sizeof(SessionParamsV1) &&
+                  sizeof(slm_generate_params) > sizeof(GenerateParamsV1),
+              "the current layouts are longer");
 
 template <class V1, class T>
 V1 v1_prefix(T current) {

@@ -16,9 +16,11 @@
  * - Versions. SLM_API_VERSION N only adds to N - 1: new functions, and fields
  *   appended at the end of structs (an older `size` reads with the new fields
  *   at their defaults). Nothing is removed or changed, so the soname stays
- *   libstaticlm.so.1 and a program built against an older header runs
- *   against a newer library. Symbols carry the version that added them
- *   (STATICLM_1, STATICLM_2).
+ *   libstaticlm.so.1 and a program built against an older library runs
+ *   against a newer one. Symbols carry the version that added them
+ *   (STATICLM_1, STATICLM_2); a *_default_params() whose struct grew gets a
+ *   new version and keeps the old one, since it writes the struct into the
+ *   caller's memory (docs/EMBEDDING.md, "ABI policy").
  * - Ownership. *_create / slm_model_load allocate, the matching *_free
  *   releases (NULL is ignored). Sessions, batches, samplers and detokenizers
  *   keep their model's weights and tokenizer alive, so a model may be freed
@@ -38,7 +40,7 @@
  *     enforced: a call that enters one while another call on it is running
  *     (another thread, or a callback of that session) returns SLM_ERR_BUSY
  *     and changes nothing. Samplers and detokenizers are not checked. The
- *     query calls (slm_pos, slm_max_seq, slm_batch_active, ...) read without
+ *     query calls (slm_pos, slm_max_seq, slm_batch_running, ...) read without
  *     the check: call them from the thread that owns the object.
  *   * slm_last_error() is per thread. Callbacks (progress, log, on_token,
  *     on_token_info) run on the thread that made the call, before it returns;
@@ -212,8 +214,11 @@ typedef struct slm_session_params {
     slm_kv kv;                  /* SLM_KV_F16 */
     int threads;                /* 0: all CPUs */
     int ring_sliding;           /* 0; 1: sliding-window layers keep window + bucket slots */
-    /* C API 2 (a size that ends before here reads as 0): */
+    /* C API 2 (C API 1's size, 64, reads as 0 and 0). Two ints, so that the
+     * struct grows to 72 bytes: one would fit in C API 1's tail padding, and
+     * the two layouts would have the same size. */
     int all_logits;             /* 0; 1: keep every row's logits (slm_score needs it) */
+    int reserved;               /* 0 */
 } slm_session_params;
 
 SLM_API slm_session_params slm_session_default_params(void);

@@ -361,9 +361,24 @@ static void test_fixture(const char* src) {
         CHECK(fabs(sr[c].logprob - sum) <= 1e-4 * (1 + fabs(sum)));
     }
     slm_session_free(manual);
-    /* A v1-sized session params struct reads as all_logits = 0. */
+    /* A C API 1 program's session params (its sizeof) read as all_logits = 0. */
+    struct v1_session_params {
+        size_t size;
+        int max_seq;
+        const int* prefill_buckets;
+        size_t n_prefill_buckets;
+        const int* append_buckets;
+        size_t n_append_buckets;
+        slm_kv kv;
+        int threads;
+        int ring_sliding;
+    };
+    CHECK(sizeof(struct v1_session_params) < sizeof(slm_session_params));
+    ssp.reserved = 1;
+    CHECK_ERR(slm_session_create(model, &ssp, &manual), SLM_ERR_CONFIG, "reserved must be 0");
+    ssp.reserved = 0;
     ssp.all_logits = 1;
-    ssp.size = offsetof(slm_session_params, all_logits);
+    ssp.size = sizeof(struct v1_session_params);
     CHECK(slm_session_create(model, &ssp, &manual) == SLM_OK);
     CHECK_ERR(slm_score(manual, sprompt, 3, conts, n_conts, 2, sr), SLM_ERR_CONFIG, "all_logits");
     slm_session_free(manual);
