@@ -456,6 +456,25 @@ static void test_text(const char* src) {
         by_string += wr[i].stop_reason == SLM_STOP_STRING;
     }
     CHECK(by_string >= 2); /* the stop strings are exercised */
+    /* on_token_info streams the same text as on_token, stop strings included. */
+    for (int i = 0; i < kReq; ++i) {
+        static struct trace t;
+        memset(&t, 0, sizeof t);
+        int32_t ids[128];
+        const int n = slm_tokenize(model, prompts[i], 1, ids, 128);
+        slm_generate_params gp = slm_generate_default_params();
+        gp.sampler = &sp[i];
+        gp.max_tokens = 60;
+        gp.stop_strings = n_stops[i] ? stops : NULL;
+        gp.n_stop_strings = n_stops[i];
+        gp.on_token_info = trace_fn;
+        gp.user_data = &t;
+        gp.logprobs = 0;
+        CHECK(slm_reset(s) == SLM_OK);
+        CHECK(n > 0 && slm_generate(s, ids, (size_t)n, &gp, NULL) == SLM_OK);
+        CHECK(t.len == want[i].len && strcmp(t.text, want[i].buf) == 0);
+        CHECK(t.n == wr[i].n_generated && t.logprobs[0] <= 0.0f);
+    }
     CHECK(strncmp(want[0].buf, ", there was a little girl named Lily.", 37) == 0);
 
     slm_batch_params bp = slm_batch_default_params();
