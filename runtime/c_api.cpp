@@ -235,6 +235,7 @@ struct slm_batch {
     };
     std::shared_ptr<const staticlm::Model> model;
     std::unique_ptr<staticlm::BatchEngine> engine;  // make_batched_engine: `staticlm batch`'s
+    staticlm::ChatFormat chat_format;
     LogSink log;
     std::atomic<bool> busy{false};
     uint64_t next_id = 1;
@@ -339,6 +340,43 @@ std::vector<int> prompt_ids(const staticlm::Tokenizer& tok, const char* text) {
     if (ids.empty()) {
         if (tok.bos_id() < 0) throw Error(ErrorKind::input, "empty prompt and no BOS token");
         ids.push_back(tok.bos_id());
+    }
+    return ids;
+}
+
+std::vector<staticlm::ChatMessage> chat_messages(const slm_chat_message* messages, size_t n) {
+    if (n && !messages) throw Error(ErrorKind::input, "messages is NULL with n_messages > 0");
+    std::vector<staticlm::ChatMessage> m;
+    for (size_t i = 0; i < n; ++i) {
+        if (!messages[i].role || !messages[i].content)
+            throw Error(ErrorKind::input, "message " + std::to_string(i) + " has a NULL role or content");
+        m.push_back({messages[i].role, messages[i].content});
+    }
+    return m;
+}
+
+// A conversation's ids as a Chat's first turn and `staticlm batch` make them:
+// the template's BOS id when it comes from the tokenizer, then the rendered
+// text with the generation prompt.
+std::vector<int> chat_prompt_ids(const staticlm::Model& model, const staticlm::Tokenizer& tok,
+                                 staticlm::ChatFormat format, const std::vector<staticlm::ChatMessage>& messages) {
+    std::vector<int> ids;
+    if (format.chat_template().bos_from_tokenizer && staticlm::model_config(model).add_bos && tok.bos_id() >= 0)
+        ids.push_back(tok.bos_id());
+    const std::vector<int> enc =
+        tok.encode(staticlm::render_chat(format, messages, {}, /*add_generation_prompt=*/true), false);
+    ids.insert(ids.end(), enc.begin(), enc.end());
+    return ids;
+}
+
+// A chat reply's stop ids (Chat::reply): the model's EOS ids and the
+// template's end-of-turn tokens.
+std::vector<int> chat_stop_ids(const staticlm::Model& model, const staticlm::Tokenizer& tok,
+                               staticlm::ChatFormat format) {
+    std::vector<int> ids = staticlm::model_config(model).eos_ids;
+    for (std::string_view st : format.chat_template().stop_tokens) {
+        const int id = st.empty() ? -1 : tok.token_id(st);
+        if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     }
     return ids;
 }
@@ -808,6 +846,7 @@ slm_status slm_batch_create(slm_model* model, const slm_batch_params* params, sl
         auto b = std::make_unique<slm_batch>();
         b->model = model->model;
         b->log = model->log;
+        b->chat_format = model->chat_format;
         b->engine = staticlm::make_batched_engine(model->model, o, p.prefill_budget);
         b->running.reserve(size_t(p.slots));
         b->stepped.reserve(size_t(p.slots));
@@ -822,13 +861,19 @@ slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint
     return with_busy(b, "batch", [&] {
         const slm_batch_request r = read_params(request, slm_batch_default_request(), "slm_batch_request");
         staticlm::EngineRequest er;
+        if (int(r.tokens != nullptr) + int(r.text != nullptr) + int(r.messages != nullptr) != 1)
+            throw Error(ErrorKind::input, "slm_batch_request: set one of tokens, text and messages (" +
+                                              std::to_string(int(r.tokens != nullptr) + int(r.text != nullptr) +
+                                                             int(r.messages != nullptr)) +
+                                              " are set)");
         if (r.tokens) {
-            if (r.text) throw Error(ErrorKind::input, "slm_batch_request: set tokens or text, not both");
             er.prompt.assign(r.tokens, r.tokens + r.n_tokens);
         } else if (r.text) {
             er.prompt = prompt_ids(tokenizer_of(*b->model), r.text);
         } else {
-            throw Error(ErrorKind::input, "slm_batch_request: neither tokens nor text is set");
+            const staticlm::Tokenizer& tok = tokenizer_of(*b->model);
+            er.prompt = chat_prompt_ids(*b->model, tok, b->chat_format, chat_messages(r.messages, r.n_messages));
+            if (!r.stop_ids) er.options.stop_ids = chat_stop_ids(*b->model, tok, b->chat_format);
         }
         staticlm::GenerateOptions& o = er.options;
         o.sampling = r.sampler ? sampling_from(read_params(r.sampler, slm_sampler_default_params(), "slm_sampler_params"))
@@ -837,8 +882,8 @@ slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint
             throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
                                                std::to_string(r.max_tokens));
         o.max_tokens = r.max_tokens < 0 ? INT_MAX : r.max_tokens;  // the slot's capacity ends it first
-        o.stop_ids = r.n_stop_ids ? std::vector<int>(r.stop_ids, r.stop_ids + r.n_stop_ids) : std::vector<int>();
         if (r.n_stop_ids && !r.stop_ids) throw Error(ErrorKind::input, "stop_ids is NULL with n_stop_ids > 0");
+        if (r.stop_ids) o.stop_ids.assign(r.stop_ids, r.stop_ids + r.n_stop_ids);
         o.stop_strings = stop_strings(r.stop_strings, r.n_stop_strings);
         o.logprobs = r.logprobs;
         er.tag = b->next_id;
@@ -920,13 +965,9 @@ int slm_chat_apply_template(const slm_model* model, const slm_chat_message* mess
     if (!model || (!messages && n)) return null_arg("model/messages"), -1;
     int len = -1;
     guard(&model->log, [&] {
-        std::vector<staticlm::ChatMessage> m;
-        for (size_t i = 0; i < n; ++i) {
-            if (!messages[i].role || !messages[i].content)
-                throw Error(ErrorKind::input, "message " + std::to_string(i) + " has a NULL role or content");
-            m.push_back({messages[i].role, messages[i].content});
-        }
-        len = copy_out(staticlm::render_chat(model->chat_format, m, {}, add_generation_prompt != 0), text, cap);
+        len = copy_out(staticlm::render_chat(model->chat_format, chat_messages(messages, n), {},
+                                             add_generation_prompt != 0),
+                       text, cap);
     });
     return len;
 }

@@ -391,19 +391,27 @@ typedef struct slm_batch_params {
     int prefill_budget; /* 0: the largest prefill bucket; prompt tokens prefilled per step */
 } slm_batch_params;
 
+struct slm_chat_message;
+
+/* The prompt is one of tokens, text and messages. */
 typedef struct slm_batch_request {
     size_t size;                       /* sizeof(slm_batch_request) */
-    const int32_t* tokens;             /* the prompt's ids, or NULL and text: */
+    const int32_t* tokens;             /* the prompt's ids (n_tokens of them), or NULL */
     size_t n_tokens;
-    const char* text;                  /* tokenized as slm_tokenize(add_special = 1); "" is BOS alone */
+    const char* text;                  /* or text, tokenized as slm_tokenize(add_special = 1); "" is BOS alone */
     const slm_sampler_params* sampler; /* NULL: slm_model_sampler_params(model); its seed is this request's */
     int max_tokens;                    /* 256; -1: until a stop or the slot is full */
-    const int32_t* stop_ids;           /* NULL: the model's EOS ids; at most 16 */
+    const int32_t* stop_ids;           /* NULL: the model's EOS ids (with messages: and the chat
+                                          template's end-of-turn tokens, as slm_chat_reply); at most 16 */
     size_t n_stop_ids;
     const char* const* stop_strings;   /* NULL: none */
     size_t n_stop_strings;
     int logprobs;                      /* -1: off; 0: each token's; 1..20: also that many alternatives */
     uint64_t tag;                      /* the caller's, returned with the result */
+    /* or a conversation, rendered with the model's chat template and the
+     * generation prompt, its ids as a chat's first reply makes them */
+    const struct slm_chat_message* messages;
+    size_t n_messages;
 } slm_batch_request;
 
 /* A finished request. Pointers stay valid until the next call on the batch. */

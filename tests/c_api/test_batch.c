@@ -263,11 +263,11 @@ static void test_fixture(const char* src) {
     CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_INPUT, "empty input");
     rq.n_tokens = n_prompt[0];
     rq.text = "hello";
-    CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_INPUT, "tokens or text");
+    CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_INPUT, "set one of tokens, text and messages (2 are set)");
     rq.tokens = NULL;
     CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_CONFIG, "without a tokenizer");
     rq.text = NULL;
-    CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_INPUT, "neither tokens nor text");
+    CHECK_ERR(slm_batch_submit(b, &rq, &id), SLM_ERR_INPUT, "(0 are set)");
     rq.tokens = prompts[0];
     int32_t many[17];
     for (int i = 0; i < 17; ++i) many[i] = 200 + i;
@@ -512,6 +512,38 @@ static void test_text(const char* src) {
         }
     }
     CHECK(collected == kReq);
+
+    /* A conversation: the reply slm_chat_reply gives on a fresh session. */
+    const slm_chat_message msgs[1] = {{"user", "Once upon a time"}};
+    slm_sampler_params greedy = slm_sampler_default_params();
+    greedy.temperature = 0.0f;
+    slm_batch_request rq = slm_batch_default_request();
+    rq.messages = msgs;
+    rq.n_messages = 1;
+    rq.sampler = &greedy;
+    rq.max_tokens = 30;
+    CHECK(slm_batch_submit(b, &rq, NULL) == SLM_OK);
+    while (slm_batch_finished(b) == 0) CHECK(slm_batch_step(b, NULL) == SLM_OK);
+    slm_batch_result cr = {.size = sizeof cr};
+    int got = 0;
+    CHECK(slm_batch_collect(b, &cr, &got) == SLM_OK && got == 1);
+    struct text_acc reply = {{0}, 0};
+    slm_generate_params gp = slm_generate_default_params();
+    gp.sampler = &greedy;
+    gp.max_tokens = 30;
+    gp.on_token = collect_text;
+    gp.user_data = &reply;
+    slm_chat* chat = NULL;
+    CHECK(slm_reset(s) == SLM_OK && slm_chat_create(s, NULL, &chat) == SLM_OK);
+    slm_generate_result gr = {.size = sizeof gr};
+    CHECK(slm_chat_reply(chat, "Once upon a time", &gp, &gr) == SLM_OK);
+    CHECK(gr.n_prompt_tokens == cr.n_prompt_tokens && gr.n_generated == cr.n_tokens);
+    CHECK(strcmp(cr.text, reply.buf) == 0 && strncmp(reply.buf, ", there was a little girl named Lily.", 37) == 0);
+    slm_chat_free(chat);
+    const slm_chat_message bad_msgs[1] = {{"robot", "beep"}};
+    rq.messages = bad_msgs;
+    CHECK_ERR(slm_batch_submit(b, &rq, NULL), SLM_ERR_INPUT, "robot");
+    CHECK(slm_batch_running(b) == 0);
     slm_batch_free(b);
     slm_session_free(s);
 
