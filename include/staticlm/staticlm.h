@@ -443,7 +443,9 @@ SLM_API void slm_batch_free(slm_batch* b);
  * SLM_ERR_INPUT, checked here. A failed submit changes nothing. */
 SLM_API slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint64_t* id);
 /* One step; *n_finished (may be NULL): requests it finished, now waiting to be
- * collected (their slots are free again). */
+ * collected (their slots are free again). Unlike the other calls, a step that
+ * fails (SLM_ERR_MODEL: logits that are not finite) may leave the running
+ * requests part-way through it: cancel them, or free the batch. */
 SLM_API slm_status slm_batch_step(slm_batch* b, int* n_finished);
 /* Takes the oldest finished request into *result and sets *got to 1, or sets
  * *got to 0 when none is waiting. */
