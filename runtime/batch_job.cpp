@@ -90,6 +90,17 @@ public:
         finished.push_back(std::move(out));
     }
 
+    bool cancel(uint64_t tag, EngineOutcome& out) override {
+        if (!pending_ || pending_->tag != tag || !pending_->score.empty()) return false;
+        out = EngineOutcome{};
+        out.tag = tag;
+        out.result.reason = StopReason::aborted;
+        out.result.stats.prompt_tokens = int(pending_->prompt.size());
+        out.total_seconds = seconds_since(submitted_);
+        pending_.reset();
+        return true;
+    }
+
 private:
     Session session_;
     const Tokenizer* tokenizer_;
@@ -104,8 +115,8 @@ private:
 // here after each step, exactly as generate() builds them.
 class BatchedEngine final : public BatchEngine {
 public:
-    BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options)
-        : gen_(model, options), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids),
+    BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options, int prefill_budget)
+        : gen_(model, options, prefill_budget), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids),
           scorer_(model, options.session) {
         texts_.resize(size_t(gen_.capacity()));
         if (tokenizer_)
@@ -171,29 +182,46 @@ public:
                     break;
                 }
             }
-            if (!gen_.finished(slot)) continue;
-            EngineOutcome o;
-            o.tag = gen_.tag(slot);
-            o.result.tokens.assign(ids.begin(), ids.end());
-            if (t.top_n >= 0) {
-                const std::span<const float> lp = gen_.logprobs(slot);
-                o.result.logprobs.assign(lp.begin(), lp.end());
-                o.result.top_n = t.top_n;
-                o.result.top_logprobs = std::move(t.top);
-                t.top = {};
-            }
-            o.result.reason = gen_.reason(slot);
-            o.result.stats = gen_.stats(slot);
-            if (t.stream && o.result.reason != StopReason::stop_string) t.text += t.stream->flush();
-            o.result.text = std::move(t.text);
-            t.text = std::string();
-            o.total_seconds = seconds_since(t.submitted);
-            gen_.release(slot);
-            finished.push_back(std::move(o));
+            if (gen_.finished(slot)) finished.push_back(take(slot));
         }
     }
 
+    bool cancel(uint64_t tag, EngineOutcome& out) override {
+        for (int slot = 0; slot < gen_.capacity(); ++slot)
+            if (gen_.in_use(slot) && !gen_.finished(slot) && gen_.tag(slot) == tag) {
+                // step() turned every generated id into text already.
+                gen_.stop(slot, StopReason::aborted);
+                out = take(slot);
+                return true;
+            }
+        return false;
+    }
+
 private:
+    // The outcome of a finished slot, which is released.
+    EngineOutcome take(int slot) {
+        Text& t = texts_[size_t(slot)];
+        const std::span<const int> ids = gen_.generated(slot);
+        EngineOutcome o;
+        o.tag = gen_.tag(slot);
+        o.result.tokens.assign(ids.begin(), ids.end());
+        if (t.top_n >= 0) {
+            const std::span<const float> lp = gen_.logprobs(slot);
+            o.result.logprobs.assign(lp.begin(), lp.end());
+            o.result.top_n = t.top_n;
+            o.result.top_logprobs = std::move(t.top);
+            t.top = {};
+        }
+        o.result.reason = gen_.reason(slot);
+        o.result.stats = gen_.stats(slot);
+        if (t.stream && o.result.reason != StopReason::stop_string) t.text += t.stream->flush();
+        o.result.text = std::move(t.text);
+        t.text = std::string();
+        o.total_seconds = seconds_since(t.submitted);
+        gen_.release(slot);
+        return o;
+    }
+
     struct Text {
         std::unique_ptr<StreamDecoder> stream;
         std::string text;
@@ -255,8 +283,8 @@ std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model>
 }
 
 std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
-                                                 const BatchSessionOptions& options) {
-    return std::make_unique<BatchedEngine>(std::move(model), options);
+                                                 const BatchSessionOptions& options, int prefill_budget) {
+    return std::make_unique<BatchedEngine>(std::move(model), options, prefill_budget);
 }
 
 struct BatchJob::Impl {

@@ -1,25 +1,34 @@
 // The C API (include/staticlm/staticlm.h) over the C++ API: exceptions become
 // status codes and a per-thread message, params structs are read up to their
-// `size`, and every call on a session holds its busy flag for its whole length.
+// `size`, and every call on a session or batch holds its busy flag for its
+// whole length.
 #include "staticlm/staticlm.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "staticlm/batch.hpp"
+#include "staticlm/batch_session.hpp"
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
+#include "staticlm/score.hpp"
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
 
@@ -85,19 +94,40 @@ slm_status fail(slm_status status, std::string message) {
 
 slm_status null_arg(const char* what) { return fail(SLM_ERR_INPUT, std::string("null argument: ") + what); }
 
+// The layout of T before its last appended fields, as a program built
+// against the older header passes it: its sizeof (where the new fields begin,
+// rounded up to T's alignment) and the bytes of its fields (up to there; the
+// rest was padding, which the new fields may occupy now). {0, 0}: none.
+struct OlderLayout {
+    size_t size = 0, fields = 0;
+};
+template <class T>
+constexpr OlderLayout older_layout() {
+    auto at = [](size_t first_new_field) {
+        return OlderLayout{(first_new_field + alignof(T) - 1) / alignof(T) * alignof(T), first_new_field};
+    };
+    if constexpr (std::is_same_v<T, slm_model_params>) return at(offsetof(slm_model_params, act_bits));
+    if constexpr (std::is_same_v<T, slm_session_params>) return at(offsetof(slm_session_params, all_logits));
+    if constexpr (std::is_same_v<T, slm_generate_params>) return at(offsetof(slm_generate_params, on_token_info));
+    return {};
+}
+static_assert(older_layout<slm_session_params>().size < sizeof(slm_session_params) &&
+                  older_layout<slm_generate_params>().size < sizeof(slm_generate_params) &&
+                  older_layout<slm_model_params>().size < sizeof(slm_model_params),
+              "a grown struct's size must change, or an older one would be read as the current layout");
+
 // Reads a caller's params struct: NULL gives the defaults; otherwise `size`
-// must be the size of a layout this library knows (version 1: sizeof(T)).
+// must be the size of a layout this library knows: sizeof(T), or an older
+// layout's, whose fields are read and the later ones keep their defaults.
 template <class T>
 T read_params(const T* p, const T& defaults, const char* name) {
     if (!p) return defaults;
-    if constexpr (std::is_same_v<T, slm_model_params>) {
-        // The struct before act_bits was added: its fields, act_bits default.
-        if (p->size == offsetof(slm_model_params, act_bits)) {
-            T r = defaults;
-            std::memcpy(static_cast<void*>(&r), p, p->size);
-            r.size = sizeof(T);
-            return r;
-        }
+    constexpr OlderLayout older = older_layout<T>();
+    if (older.size != 0 && p->size == older.size) {
+        T r = defaults;
+        std::memcpy(static_cast<void*>(&r), p, older.fields);
+        r.size = sizeof(T);
+        return r;
     }
     if (p->size != sizeof(T))
         throw Error(ErrorKind::config, std::string(name) + ".size is " + std::to_string(p->size) +
@@ -192,30 +222,169 @@ struct slm_chat {
     staticlm::Chat chat;
 };
 
+struct slm_batch {
+    struct Running {
+        uint64_t id = 0, tag = 0;
+        bool logprobs = false;  // asked for (logprobs >= 0)
+    };
+    // A finished request waiting for slm_batch_collect.
+    struct Done {
+        uint64_t tag = 0;
+        bool logprobs = false;
+        staticlm::EngineOutcome outcome;  // outcome.tag is the request's id
+    };
+    std::shared_ptr<const staticlm::Model> model;
+    std::unique_ptr<staticlm::BatchEngine> engine;  // make_batched_engine: `staticlm batch`'s
+    staticlm::ChatFormat chat_format;
+    LogSink log;
+    std::atomic<bool> busy{false};
+    uint64_t next_id = 1;
+    std::vector<Running> running;          // [<= S]
+    std::deque<Done> done;                 // oldest first
+    std::vector<staticlm::EngineOutcome> stepped;  // one step's finished requests
+    // What the last slm_batch_collect returned points into these.
+    Done collected;
+    std::vector<slm_token_logprob> collected_top;
+
+    // Moves a finished request from running to done.
+    void finish(staticlm::EngineOutcome&& o) {
+        const auto it = std::find_if(running.begin(), running.end(), [&](const Running& r) { return r.id == o.tag; });
+        if (it == running.end()) throw std::logic_error("batch: a finished request was not running");
+        done.push_back({it->tag, it->logprobs, std::move(o)});
+        running.erase(it);
+    }
+};
+
 namespace {
 
-// Runs fn with the session's busy flag held; a second entry gets SLM_ERR_BUSY.
+// Runs fn with the object's busy flag held; a second entry gets SLM_ERR_BUSY.
+template <class Object, class Fn>
+slm_status with_busy(Object* o, const char* what, Fn&& fn) {
+    if (!o) return null_arg(what);
+    if (o->busy.exchange(true, std::memory_order_acquire))
+        return fail(SLM_ERR_BUSY, std::string(what) + " is busy: another call on it is running (use a " + what +
+                                      " from one thread at a time, and not from its own callbacks)");
+    const slm_status status = guard(&o->log, fn);
+    o->busy.store(false, std::memory_order_release);
+    return status;
+}
+
 template <class Fn>
 slm_status with_session(slm_session* s, Fn&& fn) {
-    if (!s) return null_arg("session");
-    if (s->busy.exchange(true, std::memory_order_acquire))
-        return fail(SLM_ERR_BUSY, "session is busy: another call on it is running (use a session from one "
-                                  "thread at a time, and not from its own callbacks)");
-    const slm_status status = guard(&s->log, fn);
-    s->busy.store(false, std::memory_order_release);
-    return status;
+    return with_busy(s, "session", fn);
 }
 
 struct GenerateCall {
     staticlm::GenerateOptions options;
     slm_token_fn on_token = nullptr;
+    slm_token_info_fn on_token_info = nullptr;
     void* user_data = nullptr;
+    int logprobs = -1;  // of on_token_info; options.logprobs stays off
+    const staticlm::Session* session = nullptr;  // whose logits() chose the token being reported
+    std::array<staticlm::TokenLogprob, staticlm::kMaxLogprobs> top{};
+    std::array<slm_token_logprob, staticlm::kMaxLogprobs> c_top{};
 
     static bool token(void* ctx, int token, std::string_view text) {
         const auto& c = *static_cast<const GenerateCall*>(ctx);
         return c.on_token(token, text.empty() ? "" : text.data(), text.size(), c.user_data) != 0;
     }
+
+    // generate() reports a token right after sampling it, before the decode
+    // that follows: the session's logits are those it was sampled from.
+    static bool token_info(void* ctx, int token, std::string_view text) {
+        auto& c = *static_cast<GenerateCall*>(ctx);
+        slm_token_info info{};
+        info.size = sizeof info;
+        info.token = token;
+        info.text = text.empty() ? "" : text.data();
+        info.len = text.size();
+        info.logprob = NAN;
+        if (token >= 0) {
+            const std::span<const float> logits = c.session->logits();
+            info.logits = logits.data();
+            info.n_vocab = int(logits.size());
+            if (c.logprobs >= 0) {
+                const size_t n = size_t(c.logprobs);
+                info.logprob = staticlm::token_logprob(logits, token, std::span(c.top.data(), n));
+                for (size_t i = 0; i < n; ++i) c.c_top[i] = {c.top[i].token, c.top[i].logprob};
+                info.n_top = c.logprobs;
+                info.top = c.c_top.data();
+            }
+        }
+        return c.on_token_info(&info, c.user_data) != 0;
+    }
+
+    // The TokenSink of generate() (none when neither callback is set).
+    staticlm::TokenSink sink(const staticlm::Session& s) {
+        session = &s;
+        if (on_token) return {token, this};
+        if (on_token_info) return {token_info, this};
+        return {};
+    }
 };
+
+std::vector<std::string> stop_strings(const char* const* strings, size_t n) {
+    if (n && !strings) throw Error(ErrorKind::input, "stop_strings is NULL with n_stop_strings > 0");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n; ++i) {
+        if (!strings[i]) throw Error(ErrorKind::input, "stop_strings[" + std::to_string(i) + "] is NULL");
+        out.emplace_back(strings[i]);
+    }
+    return out;
+}
+
+// A text prompt's ids as `staticlm generate` and `staticlm batch` make them:
+// BOS when the tokenizer adds it; an empty prompt is BOS alone.
+std::vector<int> prompt_ids(const staticlm::Tokenizer& tok, const char* text) {
+    std::vector<int> ids = tok.encode(text, /*add_special=*/true);
+    if (ids.empty()) {
+        if (tok.bos_id() < 0) throw Error(ErrorKind::input, "empty prompt and no BOS token");
+        ids.push_back(tok.bos_id());
+    }
+    return ids;
+}
+
+std::vector<staticlm::ChatMessage> chat_messages(const slm_chat_message* messages, size_t n) {
+    if (n && !messages) throw Error(ErrorKind::input, "messages is NULL with n_messages > 0");
+    std::vector<staticlm::ChatMessage> m;
+    for (size_t i = 0; i < n; ++i) {
+        if (!messages[i].role || !messages[i].content)
+            throw Error(ErrorKind::input, "message " + std::to_string(i) + " has a NULL role or content");
+        m.push_back({messages[i].role, messages[i].content});
+    }
+    return m;
+}
+
+// A conversation's ids as a Chat's first turn and `staticlm batch` make them:
+// the template's BOS id when it comes from the tokenizer, then the rendered
+// text with the generation prompt.
+std::vector<int> chat_prompt_ids(const staticlm::Model& model, const staticlm::Tokenizer& tok,
+                                 staticlm::ChatFormat format, const std::vector<staticlm::ChatMessage>& messages) {
+    std::vector<int> ids;
+    if (format.chat_template().bos_from_tokenizer && staticlm::model_config(model).add_bos && tok.bos_id() >= 0)
+        ids.push_back(tok.bos_id());
+    const std::vector<int> enc =
+        tok.encode(staticlm::render_chat(format, messages, {}, /*add_generation_prompt=*/true), false);
+    ids.insert(ids.end(), enc.begin(), enc.end());
+    return ids;
+}
+
+// A chat reply's stop ids (Chat::reply): the model's EOS ids and the
+// template's end-of-turn tokens.
+std::vector<int> chat_stop_ids(const staticlm::Model& model, const staticlm::Tokenizer& tok,
+                               staticlm::ChatFormat format) {
+    std::vector<int> ids = staticlm::model_config(model).eos_ids;
+    for (std::string_view st : format.chat_template().stop_tokens) {
+        const int id = st.empty() ? -1 : tok.token_id(st);
+        if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+    return ids;
+}
+
+void write_scores(const std::vector<staticlm::ContinuationScore>& scores, slm_score_result* out) {
+    for (size_t i = 0; i < scores.size(); ++i)
+        out[i] = {scores[i].logprob, scores[i].tokens, scores[i].greedy ? 1 : 0};
+}
 
 GenerateCall generate_call(const staticlm::Model& model, const slm_generate_params* params) {
     const slm_generate_params p = read_params(params, slm_generate_default_params(), "slm_generate_params");
@@ -226,13 +395,20 @@ GenerateCall generate_call(const staticlm::Model& model, const slm_generate_para
     c.options.max_tokens = p.max_tokens;
     if (p.n_stop_ids && !p.stop_ids) throw Error(ErrorKind::input, "stop_ids is NULL with n_stop_ids > 0");
     if (p.n_stop_ids) c.options.stop_ids.assign(p.stop_ids, p.stop_ids + p.n_stop_ids);
-    if (p.n_stop_strings && !p.stop_strings)
-        throw Error(ErrorKind::input, "stop_strings is NULL with n_stop_strings > 0");
-    for (size_t i = 0; i < p.n_stop_strings; ++i) {
-        if (!p.stop_strings[i]) throw Error(ErrorKind::input, "stop_strings[" + std::to_string(i) + "] is NULL");
-        c.options.stop_strings.emplace_back(p.stop_strings[i]);
-    }
+    c.options.stop_strings = stop_strings(p.stop_strings, p.n_stop_strings);
     c.on_token = p.on_token;
+    c.on_token_info = p.on_token_info;
+    if (p.on_token && p.on_token_info)
+        throw Error(ErrorKind::config, "slm_generate_params: set on_token or on_token_info, not both");
+    if (p.logprobs < -1 || p.logprobs > staticlm::kMaxLogprobs)
+        throw Error(ErrorKind::config, "slm_generate_params.logprobs must be -1 (off) or in 0.." +
+                                           std::to_string(staticlm::kMaxLogprobs) + ", got " +
+                                           std::to_string(p.logprobs));
+    if (p.logprobs > staticlm::model_config(model).vocab)
+        throw Error(ErrorKind::config, "slm_generate_params.logprobs " + std::to_string(p.logprobs) +
+                                           " exceeds the vocabulary of " +
+                                           std::to_string(staticlm::model_config(model).vocab));
+    c.logprobs = p.logprobs;
     c.user_data = p.user_data;
     return c;
 }
@@ -260,6 +436,27 @@ static_assert(int(staticlm::StopReason::eos) == SLM_STOP_EOS &&
                   int(staticlm::StopReason::capacity) == SLM_STOP_CAPACITY &&
                   int(staticlm::StopReason::aborted) == SLM_STOP_ABORTED,
               "slm_stop_reason mirrors StopReason");
+
+// The options a session (or each slot of a batch) gets from the C fields, with
+// the default buckets of max_seq; a warning when max_seq exceeds the context.
+staticlm::SessionOptions session_options(const slm_model& model, int max_seq, slm_kv kv, int threads) {
+    const int context = staticlm::model_config(*model.model).max_position;
+    staticlm::SessionOptions so;
+    if (max_seq < 0)
+        throw Error(ErrorKind::config, "max_seq must be >= 0 (0: the default), got " + std::to_string(max_seq));
+    so.max_seq = max_seq > 0 ? max_seq : context > 0 ? std::min(2048, context) : 2048;
+    so.prefill_buckets = staticlm::default_prefill_buckets(so.max_seq);
+    so.append_buckets = staticlm::default_append_buckets(so.max_seq);
+    if (kv != SLM_KV_F16 && kv != SLM_KV_F32)
+        throw Error(ErrorKind::config, "kv " + std::to_string(int(kv)) + " is not SLM_KV_F16 (0) or SLM_KV_F32 (1)");
+    so.kv = kv == SLM_KV_F32 ? staticlm::KvType::f32 : staticlm::KvType::f16;
+    so.threads = threads;
+    if (context > 0 && so.max_seq > context)
+        model.log(SLM_LOG_WARN, "max_seq " + std::to_string(so.max_seq) +
+                                    " exceeds the model's trained context (max_position_embeddings " +
+                                    std::to_string(context) + ")");
+    return so;
+}
 
 }  // namespace
 
@@ -472,11 +669,7 @@ slm_status slm_session_create(slm_model* model, const slm_session_params* params
     *out = nullptr;
     return guard(&model->log, [&] {
         const slm_session_params p = read_params(params, slm_session_default_params(), "slm_session_params");
-        const int context = staticlm::model_config(*model->model).max_position;
-        staticlm::SessionOptions so;
-        if (p.max_seq < 0)
-            throw Error(ErrorKind::config, "max_seq must be >= 0 (0: the default), got " + std::to_string(p.max_seq));
-        so.max_seq = p.max_seq > 0 ? p.max_seq : context > 0 ? std::min(2048, context) : 2048;
+        staticlm::SessionOptions so = session_options(*model, p.max_seq, p.kv, p.threads);
         if (p.n_prefill_buckets && !p.prefill_buckets)
             throw Error(ErrorKind::input, "prefill_buckets is NULL with n_prefill_buckets > 0");
         if (p.n_append_buckets && !p.append_buckets)
@@ -487,16 +680,10 @@ slm_status slm_session_create(slm_model* model, const slm_session_params* params
         so.append_buckets = p.append_buckets
                                 ? std::vector<int>(p.append_buckets, p.append_buckets + p.n_append_buckets)
                                 : staticlm::default_append_buckets(so.max_seq);
-        if (p.kv != SLM_KV_F16 && p.kv != SLM_KV_F32)
-            throw Error(ErrorKind::config,
-                        "kv " + std::to_string(int(p.kv)) + " is not SLM_KV_F16 (0) or SLM_KV_F32 (1)");
-        so.kv = p.kv == SLM_KV_F32 ? staticlm::KvType::f32 : staticlm::KvType::f16;
-        so.threads = p.threads;
         so.ring_sliding = p.ring_sliding != 0;
-        if (context > 0 && so.max_seq > context)
-            model->log(SLM_LOG_WARN, "max_seq " + std::to_string(so.max_seq) +
-                                         " exceeds the model's trained context (max_position_embeddings " +
-                                         std::to_string(context) + ")");
+        so.all_logits = p.all_logits != 0;
+        if (p.reserved != 0)
+            throw Error(ErrorKind::config, "slm_session_params.reserved must be 0, got " + std::to_string(p.reserved));
         *out = new slm_session{model->model, staticlm::Session(model->model, so), model->chat_format, model->log};
     });
 }
@@ -577,6 +764,7 @@ slm_generate_params slm_generate_default_params(void) {
     slm_generate_params p{};
     p.size = sizeof p;
     p.max_tokens = 256;
+    p.logprobs = -1;
     return p;
 }
 
@@ -587,12 +775,188 @@ slm_status slm_generate(slm_session* s, const int32_t* prompt, size_t n_prompt, 
         check_result(result);
         GenerateCall call = generate_call(*s->model, params);
         staticlm::GenerateOptions o = call.options;
-        if (call.on_token) o.on_token = {GenerateCall::token, &call};
+        o.on_token = call.sink(s->session);
         const staticlm::GenerateResult r = staticlm::generate(s->session, staticlm::model_tokenizer(*s->model),
                                                               std::span<const int>(prompt, n_prompt), o);
         write_result(r, result);
     });
 }
+
+// ------------------------------------------------------------------ scoring
+
+slm_status slm_score(slm_session* s, const int32_t* prompt, size_t n_prompt, const int32_t* const* continuations,
+                     const size_t* n_tokens, size_t n, slm_score_result* results) {
+    if ((!prompt && n_prompt) || (n && (!continuations || !n_tokens || !results)))
+        return null_arg("prompt/continuations/n_tokens/results");
+    return with_session(s, [&] {
+        std::vector<std::vector<int>> conts(n);
+        for (size_t i = 0; i < n; ++i) {
+            if (!continuations[i] && n_tokens[i])
+                throw Error(ErrorKind::input, "continuations[" + std::to_string(i) + "] is NULL");
+            conts[i].assign(continuations[i], continuations[i] + n_tokens[i]);
+        }
+        write_scores(staticlm::score_continuations(s->session, std::span<const int>(prompt, n_prompt), conts),
+                     results);
+    });
+}
+
+slm_status slm_score_text(slm_session* s, const char* prompt, const char* const* continuations, size_t n,
+                          slm_score_result* results) {
+    if (!prompt || (n && (!continuations || !results))) return null_arg("prompt/continuations/results");
+    return with_session(s, [&] {
+        std::vector<std::string> texts(n);
+        for (size_t i = 0; i < n; ++i) {
+            if (!continuations[i]) throw Error(ErrorKind::input, "continuations[" + std::to_string(i) + "] is NULL");
+            texts[i] = continuations[i];
+        }
+        const staticlm::ScoreIds ids = staticlm::score_ids(tokenizer_of(*s->model), prompt, texts);
+        write_scores(staticlm::score_continuations(s->session, ids.prompt, ids.continuations), results);
+    });
+}
+
+// ---------------------------------------------------------- batched sessions
+
+slm_batch_params slm_batch_default_params(void) {
+    slm_batch_params p{};
+    p.size = sizeof p;
+    p.slots = 16;
+    p.max_seq = 0;
+    p.kv = SLM_KV_F16;
+    p.threads = 0;
+    p.prefill_budget = 0;
+    return p;
+}
+
+slm_batch_request slm_batch_default_request(void) {
+    slm_batch_request r{};
+    r.size = sizeof r;
+    r.max_tokens = 256;
+    r.logprobs = -1;
+    return r;
+}
+
+slm_status slm_batch_create(slm_model* model, const slm_batch_params* params, slm_batch** out) {
+    if (!model || !out) return null_arg("model/out");
+    *out = nullptr;
+    return guard(&model->log, [&] {
+        const slm_batch_params p = read_params(params, slm_batch_default_params(), "slm_batch_params");
+        staticlm::BatchSessionOptions o;
+        o.slots = p.slots;
+        o.session = session_options(*model, p.max_seq, p.kv, p.threads);
+        auto b = std::make_unique<slm_batch>();
+        b->model = model->model;
+        b->log = model->log;
+        b->chat_format = model->chat_format;
+        b->engine = staticlm::make_batched_engine(model->model, o, p.prefill_budget);
+        b->running.reserve(size_t(p.slots));
+        b->stepped.reserve(size_t(p.slots));
+        *out = b.release();
+    });
+}
+
+void slm_batch_free(slm_batch* b) { delete b; }
+
+slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint64_t* id) {
+    if (!request) return null_arg("request");
+    return with_busy(b, "batch", [&] {
+        const slm_batch_request r = read_params(request, slm_batch_default_request(), "slm_batch_request");
+        staticlm::EngineRequest er;
+        if (int(r.tokens != nullptr) + int(r.text != nullptr) + int(r.messages != nullptr) != 1)
+            throw Error(ErrorKind::input, "slm_batch_request: set one of tokens, text and messages (" +
+                                              std::to_string(int(r.tokens != nullptr) + int(r.text != nullptr) +
+                                                             int(r.messages != nullptr)) +
+                                              " are set)");
+        if (r.tokens) {
+            er.prompt.assign(r.tokens, r.tokens + r.n_tokens);
+        } else if (r.text) {
+            er.prompt = prompt_ids(tokenizer_of(*b->model), r.text);
+        } else {
+            const staticlm::Tokenizer& tok = tokenizer_of(*b->model);
+            er.prompt = chat_prompt_ids(*b->model, tok, b->chat_format, chat_messages(r.messages, r.n_messages));
+            if (!r.stop_ids) er.options.stop_ids = chat_stop_ids(*b->model, tok, b->chat_format);
+        }
+        staticlm::GenerateOptions& o = er.options;
+        o.sampling = r.sampler ? sampling_from(read_params(r.sampler, slm_sampler_default_params(), "slm_sampler_params"))
+                               : staticlm::suggested_sampling(staticlm::model_config(*b->model));
+        if (r.max_tokens < -1)
+            throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
+                                               std::to_string(r.max_tokens));
+        o.max_tokens = r.max_tokens < 0 ? INT_MAX : r.max_tokens;  // the slot's capacity ends it first
+        if (r.n_stop_ids && !r.stop_ids) throw Error(ErrorKind::input, "stop_ids is NULL with n_stop_ids > 0");
+        if (r.stop_ids) o.stop_ids.assign(r.stop_ids, r.stop_ids + r.n_stop_ids);
+        o.stop_strings = stop_strings(r.stop_strings, r.n_stop_strings);
+        o.logprobs = r.logprobs;
+        er.tag = b->next_id;
+        if (b->engine->active() >= b->engine->capacity())
+            throw Error(ErrorKind::capacity, "all " + std::to_string(b->engine->capacity()) +
+                                                 " slots hold running requests: step until one finishes");
+        b->engine->submit(std::move(er));  // checks the rest; throws before changing anything
+        b->running.push_back({b->next_id, r.tag, r.logprobs >= 0});
+        if (id) *id = b->next_id;
+        ++b->next_id;
+    });
+}
+
+slm_status slm_batch_step(slm_batch* b, int* n_finished) {
+    if (n_finished) *n_finished = 0;
+    return with_busy(b, "batch", [&] {
+        b->stepped.clear();
+        b->engine->step(b->stepped);
+        for (staticlm::EngineOutcome& o : b->stepped) b->finish(std::move(o));
+        if (n_finished) *n_finished = int(b->stepped.size());
+    });
+}
+
+slm_status slm_batch_cancel(slm_batch* b, uint64_t id) {
+    return with_busy(b, "batch", [&] {
+        staticlm::EngineOutcome o;
+        if (!b->engine->cancel(id, o)) {
+            const bool done = std::any_of(b->done.begin(), b->done.end(),
+                                          [&](const slm_batch::Done& d) { return d.outcome.tag == id; });
+            throw Error(ErrorKind::input, "request " + std::to_string(id) + " is not running (" +
+                                              (done ? "it finished: collect it" : "unknown or collected") + ")");
+        }
+        b->finish(std::move(o));
+    });
+}
+
+slm_status slm_batch_collect(slm_batch* b, slm_batch_result* result, int* got) {
+    if (!result || !got) return null_arg("result/got");
+    *got = 0;
+    return with_busy(b, "batch", [&] {
+        if (result->size != sizeof(slm_batch_result))
+            throw Error(ErrorKind::config, "slm_batch_result.size is " + std::to_string(result->size) +
+                                               ", set it to sizeof(slm_batch_result) (" +
+                                               std::to_string(sizeof(slm_batch_result)) + ")");
+        if (b->done.empty()) return;
+        b->collected = std::move(b->done.front());
+        b->done.pop_front();
+        const staticlm::GenerateResult& g = b->collected.outcome.result;
+        b->collected_top.resize(g.top_logprobs.size());
+        for (size_t i = 0; i < g.top_logprobs.size(); ++i)
+            b->collected_top[i] = {g.top_logprobs[i].token, g.top_logprobs[i].logprob};
+        slm_batch_result& r = *result;
+        r.id = b->collected.outcome.tag;
+        r.tag = b->collected.tag;
+        r.stop_reason = slm_stop_reason(int(g.reason));
+        r.n_prompt_tokens = g.stats.prompt_tokens;
+        r.n_tokens = int(g.tokens.size());
+        r.tokens = g.tokens.data();
+        r.text = g.text.c_str();
+        r.text_len = g.text.size();
+        r.n_top = g.top_n;
+        r.logprobs = b->collected.logprobs ? g.logprobs.data() : nullptr;
+        r.top = g.top_n > 0 ? b->collected_top.data() : nullptr;
+        r.prefill_seconds = g.stats.prefill_seconds;
+        r.first_token_seconds = g.stats.first_token_seconds;
+        r.decode_seconds = g.stats.decode_seconds;
+        *got = 1;
+    });
+}
+
+int slm_batch_slots(const slm_batch* b) { return b ? b->engine->capacity() : -1; }
+int slm_batch_running(const slm_batch* b) { return b ? int(b->running.size()) : -1; }
+int slm_batch_finished(const slm_batch* b) { return b ? int(b->done.size()) : -1; }
 
 // --------------------------------------------------------------------- chat
 
@@ -601,13 +965,9 @@ int slm_chat_apply_template(const slm_model* model, const slm_chat_message* mess
     if (!model || (!messages && n)) return null_arg("model/messages"), -1;
     int len = -1;
     guard(&model->log, [&] {
-        std::vector<staticlm::ChatMessage> m;
-        for (size_t i = 0; i < n; ++i) {
-            if (!messages[i].role || !messages[i].content)
-                throw Error(ErrorKind::input, "message " + std::to_string(i) + " has a NULL role or content");
-            m.push_back({messages[i].role, messages[i].content});
-        }
-        len = copy_out(staticlm::render_chat(model->chat_format, m, {}, add_generation_prompt != 0), text, cap);
+        len = copy_out(staticlm::render_chat(model->chat_format, chat_messages(messages, n), {},
+                                             add_generation_prompt != 0),
+                       text, cap);
     });
     return len;
 }
@@ -631,7 +991,7 @@ slm_status slm_chat_reply(slm_chat* chat, const char* user, const slm_generate_p
         check_result(result);
         GenerateCall call = generate_call(*s->model, params);
         staticlm::GenerateOptions o = call.options;
-        if (call.on_token) o.on_token = {GenerateCall::token, &call};
+        o.on_token = call.sink(s->session);
         write_result(chat->chat.reply(user, o), result);
     });
 }

@@ -219,6 +219,10 @@ public:
     virtual void submit(EngineRequest request) = 0;
     // Advances every active sequence; appends those that finished (or failed).
     virtual void step(std::vector<EngineOutcome>& finished) = 0;
+    // Ends the running request with this tag now, keeping what it generated
+    // (StopReason::aborted), and gives its outcome; false when no running
+    // request has the tag (scoring requests finish at submit).
+    virtual bool cancel(uint64_t tag, EngineOutcome& out) = 0;
 };
 
 // One sequence at a time on a Session, through generate(): the reference the
@@ -228,10 +232,10 @@ std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model>
 
 // Continuous batching on a BatchGenerator (include/staticlm/batch_session.hpp):
 // up to options.slots sequences decoded together; each result equals the
-// sequential engine's.
+// sequential engine's. prefill_budget: as BatchGenerator's.
 struct BatchSessionOptions;
 std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
-                                                 const BatchSessionOptions& options);
+                                                 const BatchSessionOptions& options, int prefill_budget = 0);
 
 // ---------------------------------------------------------------------------
 // The job

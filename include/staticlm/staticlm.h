@@ -1,6 +1,8 @@
-/* The C API of staticlm, version 1: load a model, run sessions (prefill /
+/* The C API of staticlm, version 2: load a model, run sessions (prefill /
  * append / decode over a static KV cache), tokenize and detokenize, sample,
- * generate with a streaming callback, and render chat templates.
+ * generate with a streaming callback (log-probabilities and logits on
+ * request), score continuations, render chat templates, and run batched
+ * sessions (many requests decoded together).
  *
  * Contract (docs/EMBEDDING.md says the same at length):
  * - Errors. Calls that can fail return an slm_status (SLM_OK = 0); calls that
@@ -11,18 +13,41 @@
  *   *_default_params() call and change the fields you need. A library reads
  *   only the `size` bytes it is given, so programs built against this header
  *   keep working with later libraries that add fields. NULL means defaults.
+ * - Versions. SLM_API_VERSION N only adds to N - 1: new functions, and fields
+ *   appended at the end of structs (an older `size` reads with the new fields
+ *   at their defaults). Nothing is removed or changed, so the soname stays
+ *   libstaticlm.so.1 and a program built against an older library runs
+ *   against a newer one. Symbols carry the version that added them
+ *   (STATICLM_1, STATICLM_2); a *_default_params() whose struct grew gets a
+ *   new version and keeps the old one, since it writes the struct into the
+ *   caller's memory (docs/EMBEDDING.md, "ABI policy").
  * - Ownership. *_create / slm_model_load allocate, the matching *_free
- *   releases (NULL is ignored). Sessions, samplers and detokenizers keep their
- *   model's weights and tokenizer alive, so a model may be freed first. A chat
- *   uses its session: free the chat before the session. Strings passed in are
- *   copied when needed; pointers returned (logits, text) stay valid until the
- *   next call on the same object.
- * - Threads. A model is immutable after loading: any number of threads may use
- *   it at once (tokenize, detokenize, create sessions). A session, and a chat or
- *   sampler or detokenizer, is used by one thread at a time; a call that enters
- *   a session while another call on it is running (another thread, or a
- *   callback of that session) returns SLM_ERR_BUSY and changes nothing.
- *   Callbacks run on the thread that made the call.
+ *   releases (NULL is ignored). Sessions, batches, samplers and detokenizers
+ *   keep their model's weights and tokenizer alive, so a model may be freed
+ *   first. A chat uses its session: free the chat before the session. Strings
+ *   passed in are copied when needed; pointers returned (logits, text,
+ *   results) stay valid until the next call on the same object.
+ * - Threads. What may be shared:
+ *   * A model (slm_model) is immutable after loading: any number of threads
+ *     may use it at once for everything that takes a model (tokenize,
+ *     detokenize, pieces, chat templates, creating sessions, batches,
+ *     samplers and detokenizers), also while sessions made from it run.
+ *     Only slm_model_free must not race with another call on the model.
+ *   * A session, batch, chat, sampler or detokenizer is used by one thread at
+ *     a time; different objects are independent, so N threads with N
+ *     sessions of one model run in parallel. Moving an object to another
+ *     thread between calls is fine. For sessions and batches this is
+ *     enforced: a call that enters one while another call on it is running
+ *     (another thread, or a callback of that session) returns SLM_ERR_BUSY
+ *     and changes nothing. Samplers and detokenizers are not checked. The
+ *     query calls (slm_pos, slm_max_seq, slm_batch_running, ...) read without
+ *     the check: call them from the thread that owns the object.
+ *   * slm_last_error() is per thread. Callbacks (progress, log, on_token,
+ *     on_token_info) run on the thread that made the call, before it returns;
+ *     a log callback of a model may be called from every thread that uses the
+ *     model or its sessions, so it must be thread-safe itself.
+ *   * The library's worker threads (threads > 1) run library code only: no
+ *     callback is ever called from them.
  * - Thread counts are 0 (all CPUs) or 1 .. slm_max_threads() (4 x the CPUs the
  *   process may run on). */
 #ifndef STATICLM_STATICLM_H
@@ -35,9 +60,10 @@
 #define SLM_VERSION_MINOR 1
 #define SLM_VERSION_PATCH 0
 #define SLM_VERSION_STRING "0.1.0"
-/* The C API's own version: functions and struct layouts of version N stay
- * valid in every later library of the same N (libstaticlm.so.N). */
-#define SLM_API_VERSION 1
+/* The C API's own version: 2 adds batched sessions, log-probabilities and
+ * logits in generation, and scoring to 1. Every function and struct layout of
+ * an older version stays valid (libstaticlm.so.1). */
+#define SLM_API_VERSION 2
 
 #if defined(_WIN32)
 #define SLM_API
@@ -188,6 +214,11 @@ typedef struct slm_session_params {
     slm_kv kv;                  /* SLM_KV_F16 */
     int threads;                /* 0: all CPUs */
     int ring_sliding;           /* 0; 1: sliding-window layers keep window + bucket slots */
+    /* C API 2 (C API 1's size, 64, reads as 0 and 0). Two ints, so that the
+     * struct grows to 72 bytes: one would fit in C API 1's tail padding, and
+     * the two layouts would have the same size. */
+    int all_logits;             /* 0; 1: keep every row's logits (slm_score needs it) */
+    int reserved;               /* 0 */
 } slm_session_params;
 
 SLM_API slm_session_params slm_session_default_params(void);
@@ -258,6 +289,32 @@ typedef enum slm_stop_reason {
  * on, 0 to stop (SLM_STOP_ABORTED). text is not NUL-terminated. */
 typedef int (*slm_token_fn)(int32_t token, const char* text, size_t len, void* user_data);
 
+/* A token and its log-probability (natural log) under the model's logits. */
+typedef struct slm_token_logprob {
+    int32_t token;
+    float logprob;
+} slm_token_logprob;
+
+/* What slm_token_info_fn receives for each generated token (C API 2). Later
+ * versions only append fields; size is the library's sizeof. */
+typedef struct slm_token_info {
+    size_t size;
+    int32_t token;       /* -1: the text still held back at the end (then no logits) */
+    const char* text;    /* as slm_token_fn's: not NUL-terminated, len may be 0 */
+    size_t len;
+    /* With logprobs >= 0: log-softmax of logits at token (before temperature,
+     * top-k/p, min-p and penalties; the values slm_batch and `staticlm
+     * generate --logprobs` give); NAN otherwise and for token -1. */
+    float logprob;
+    int n_top;                     /* logprobs (0 when off, and for token -1) */
+    const slm_token_logprob* top;  /* [n_top] the most likely tokens, best first, ties: lower id */
+    const float* logits;           /* [n_vocab] the logits token was sampled from; NULL for -1 */
+    int n_vocab;
+} slm_token_info;
+/* info and everything it points to are valid during the call only. Return
+ * non-zero to go on, 0 to stop (SLM_STOP_ABORTED), as slm_token_fn. */
+typedef int (*slm_token_info_fn)(const slm_token_info* info, void* user_data);
+
 typedef struct slm_generate_params {
     size_t size;                       /* sizeof(slm_generate_params) */
     const slm_sampler_params* sampler; /* NULL: slm_model_sampler_params(model) */
@@ -268,6 +325,9 @@ typedef struct slm_generate_params {
     size_t n_stop_strings;
     slm_token_fn on_token;             /* NULL: none */
     void* user_data;
+    /* C API 2 (a size that ends before here reads as NULL, -1): */
+    slm_token_info_fn on_token_info;   /* NULL: none; at most one of on_token, on_token_info */
+    int logprobs;                      /* -1: off; 0: info->logprob; 1..20: also that many info->top */
 } slm_generate_params;
 
 typedef struct slm_generate_result {
@@ -286,6 +346,118 @@ SLM_API slm_generate_params slm_generate_default_params(void);
  * step followed it: slm_pos says what the cache holds. result may be NULL. */
 SLM_API slm_status slm_generate(slm_session* s, const int32_t* prompt, size_t n_prompt,
                                 const slm_generate_params* params, slm_generate_result* result);
+
+/* ---------------------------------------------------------------- scoring */
+
+/* One continuation's score (C API 2; this layout never changes). */
+typedef struct slm_score_result {
+    double logprob; /* the sum of its tokens' log-probabilities (natural log) */
+    int n_tokens;
+    int is_greedy;  /* 1: every token is the argmax of its logits (ties: the lowest id) */
+} slm_score_result;
+
+/* lm-eval-harness "loglikelihood": prefills prompt (the session is reset) and
+ * scores each continuation after it (continuations[i] has n_tokens[i] ids),
+ * writing results[0 .. n - 1]. The session must be created with all_logits = 1;
+ * the prompt and each continuation but its last id must fit in max_seq. The
+ * session is left holding the prompt. */
+SLM_API slm_status slm_score(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                             const int32_t* const* continuations, const size_t* n_tokens, size_t n,
+                             slm_score_result* results);
+/* The same from text, with lm-eval-harness's boundary rule (docs/BATCH.md,
+ * "Scoring"): white space ending the prompt moves to the front of each
+ * continuation; the prompt starts with BOS as slm_tokenize(add_special = 1);
+ * a continuation's ids are those of prompt + continuation after the prompt's. */
+SLM_API slm_status slm_score_text(slm_session* s, const char* prompt, const char* const* continuations, size_t n,
+                                  slm_score_result* results);
+
+/* ------------------------------------------------------- batched sessions */
+
+/* Many requests decoded together (C API 2): S slots, each a sequence with its
+ * own KV cache; a step prefills waiting prompts (up to prefill_budget tokens)
+ * and decodes one token for every other running request, reading the weights
+ * once for all of them. Each request's tokens, text, stop reason and
+ * log-probabilities are those slm_generate gives it alone on a session of the
+ * same max_seq and kv, bit for bit (docs/BATCH.md). Everything is allocated at
+ * creation. */
+typedef struct slm_batch slm_batch;
+
+typedef struct slm_batch_params {
+    size_t size;        /* sizeof(slm_batch_params) */
+    int slots;          /* 16: requests in flight at once (S >= 1) */
+    int max_seq;        /* 0: min(2048, the model's context length); per slot */
+    slm_kv kv;          /* SLM_KV_F16 */
+    int threads;        /* 0: all CPUs */
+    int prefill_budget; /* 0: the largest prefill bucket; prompt tokens prefilled per step */
+} slm_batch_params;
+
+struct slm_chat_message;
+
+/* The prompt is one of tokens, text and messages. */
+typedef struct slm_batch_request {
+    size_t size;                       /* sizeof(slm_batch_request) */
+    const int32_t* tokens;             /* the prompt's ids (n_tokens of them), or NULL */
+    size_t n_tokens;
+    const char* text;                  /* or text, tokenized as slm_tokenize(add_special = 1); "" is BOS alone */
+    const slm_sampler_params* sampler; /* NULL: slm_model_sampler_params(model); its seed is this request's */
+    int max_tokens;                    /* 256; -1: until a stop or the slot is full */
+    const int32_t* stop_ids;           /* NULL: the model's EOS ids (with messages: and the chat
+                                          template's end-of-turn tokens, as slm_chat_reply); at most 16 */
+    size_t n_stop_ids;
+    const char* const* stop_strings;   /* NULL: none */
+    size_t n_stop_strings;
+    int logprobs;                      /* -1: off; 0: each token's; 1..20: also that many alternatives */
+    uint64_t tag;                      /* the caller's, returned with the result */
+    /* or a conversation, rendered with the model's chat template and the
+     * generation prompt, its ids as a chat's first reply makes them */
+    const struct slm_chat_message* messages;
+    size_t n_messages;
+} slm_batch_request;
+
+/* A finished request. Pointers stay valid until the next call on the batch. */
+typedef struct slm_batch_result {
+    size_t size;                  /* set to sizeof(slm_batch_result) before the call */
+    uint64_t id;                  /* slm_batch_submit's */
+    uint64_t tag;                 /* the request's */
+    slm_stop_reason stop_reason;  /* SLM_STOP_ABORTED: cancelled */
+    int n_prompt_tokens;
+    int n_tokens;                 /* generated, the stop id included */
+    const int32_t* tokens;        /* [n_tokens] */
+    const char* text;             /* NUL-terminated (stop string excluded); text_len bytes */
+    size_t text_len;
+    int n_top;                    /* the request's logprobs (0 when -1 or 0) */
+    const float* logprobs;        /* [n_tokens] with logprobs >= 0, else NULL */
+    const slm_token_logprob* top; /* [n_tokens][n_top], best first */
+    double prefill_seconds;
+    double first_token_seconds;   /* submit to first token */
+    double decode_seconds;
+} slm_batch_result;
+
+SLM_API slm_batch_params slm_batch_default_params(void);
+SLM_API slm_batch_request slm_batch_default_request(void);
+SLM_API slm_status slm_batch_create(slm_model* model, const slm_batch_params* params, slm_batch** out);
+SLM_API void slm_batch_free(slm_batch* b);
+/* Starts a request in a free slot; *id (may be NULL) identifies it (1, 2, ...).
+ * SLM_ERR_CAPACITY when every slot holds a running request (step until one
+ * finishes) or the prompt exceeds max_seq; bad settings are SLM_ERR_CONFIG or
+ * SLM_ERR_INPUT, checked here. A failed submit changes nothing. */
+SLM_API slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint64_t* id);
+/* One step; *n_finished (may be NULL): requests it finished, now waiting to be
+ * collected (their slots are free again). Unlike the other calls, a step that
+ * fails (SLM_ERR_MODEL: logits that are not finite) may leave the running
+ * requests part-way through it: cancel them, or free the batch. */
+SLM_API slm_status slm_batch_step(slm_batch* b, int* n_finished);
+/* Takes the oldest finished request into *result and sets *got to 1, or sets
+ * *got to 0 when none is waiting. */
+SLM_API slm_status slm_batch_collect(slm_batch* b, slm_batch_result* result, int* got);
+/* Ends a running request now: it becomes a finished one (SLM_STOP_ABORTED,
+ * with what it generated) for slm_batch_collect. SLM_ERR_INPUT for an id that
+ * is not running (unknown, finished or collected). */
+SLM_API slm_status slm_batch_cancel(slm_batch* b, uint64_t id);
+/* Slots (S), running requests, and finished requests not yet collected; -1 for NULL. */
+SLM_API int slm_batch_slots(const slm_batch* b);
+SLM_API int slm_batch_running(const slm_batch* b);
+SLM_API int slm_batch_finished(const slm_batch* b);
 
 /* ------------------------------------------------------------------ chat */
 

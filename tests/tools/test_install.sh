@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `meson install` into a temporary prefix (DESTDIR), then what a user does with
-# it: compile examples/generate.c with plain cc and pkg-config (shared library),
+# it: compile examples/generate.c (and batch.c) with plain cc and pkg-config (shared library),
 # again against the static archive with `pkg-config --static`, run both, run the
 # installed CLI. Also checks what is installed and what libstaticlm.so exports.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR [DEFAULT_LIBRARY]
@@ -36,6 +36,7 @@ exported=$(nm -D --defined-only "$libdir/libstaticlm.so.1" | awk '$2 ~ /^[TDBRWV
 [[ -z "$(grep -v '^slm_' <<<"$exported")" ]] || fail "libstaticlm.so exports more than slm_*: $(grep -v '^slm_' <<<"$exported" | head -5 | tr '\n' ' ')"
 grep -q '^slm_generate$' <<<"$exported" || fail "slm_generate is not exported"
 objdump -T "$libdir/libstaticlm.so.1" | grep -q 'STATICLM_1' || fail "symbols are not versioned STATICLM_1"
+objdump -T "$libdir/libstaticlm.so.1" | grep -q 'STATICLM_2 *slm_batch_create$' || fail "slm_batch_create is not STATICLM_2"
 fi
 
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
@@ -50,6 +51,9 @@ if [[ $shared == 1 ]]; then
     # shellcheck disable=SC2086
     cc -std=c11 -Wall -Wextra -Werror "$src/examples/generate.c" -o "$dest/generate" $cflags $libs ||
         fail "cc generate.c (shared)"
+    # shellcheck disable=SC2086
+    cc -std=c11 -Wall -Wextra -Werror "$src/examples/batch.c" -o "$dest/batch" $cflags $libs ||
+        fail "cc batch.c (shared)"
 fi
 # shellcheck disable=SC2086
 cc -std=c11 "$src/examples/generate.c" -o "$dest/generate_static" $cflags "$libdir/libstaticlm.a" \
