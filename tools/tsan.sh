@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-tsan}
 if [[ ! -f "$dir/build.ninja" ]]; then
-    meson setup "$dir" --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
+    meson setup "$dir" --buildtype=plain -Doptimization=1 -Dcpp_args=-g1 -Db_sanitize=thread -Db_lundef=false \
         -Dnative=true -Dbenchmarks=disabled >/dev/null
 fi
 start=$SECONDS
