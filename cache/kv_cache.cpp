@@ -135,6 +135,56 @@ void StaticKVCache::store(const kernels::KernelTable& kt, int il, int pos0, int 
     }
 }
 
+void StaticKVCache::copy_positions(const StaticKVCache& src, int src_pos0, int dst_pos0, int n) {
+    if (n == 0) return;
+    auto fail = [](const std::string& what) { throw Error(ErrorKind::input, "KV copy: " + what); };
+    if (src.views_.size() != views_.size() || src.type_ != type_) fail("the caches have different layers or types");
+    if (n < 0 || src_pos0 < 0 || dst_pos0 < 0 || src_pos0 > src.max_seq_ - n || dst_pos0 > max_seq_ - n)
+        fail("positions " + std::to_string(src_pos0) + "+" + std::to_string(n) + " -> " + std::to_string(dst_pos0) +
+             " outside the caches' max_seq " + std::to_string(src.max_seq_) + " / " + std::to_string(max_seq_));
+    // Everything is checked before anything is written.
+    for (size_t il = 0; il < views_.size(); ++il) {
+        if (owner_[il] != src.owner_[il]) fail("layer " + std::to_string(il) + " owns K/V in one cache only");
+        if (!owner_[il]) continue;
+        const KvView& d = views_[il];
+        const KvView& s = src.views_[il];
+        if (d.n_kv_heads != s.n_kv_heads || d.head_dim != s.head_dim)
+            fail("layer " + std::to_string(il) + " has different heads or head_dim");
+        if (std::min(n, d.n_slots) > s.n_slots)
+            fail("layer " + std::to_string(il) + ": the source ring holds " + std::to_string(s.n_slots) +
+                 " positions, " + std::to_string(std::min(n, d.n_slots)) + " are needed");
+    }
+    const size_t elem = element_bytes(type_);
+    for (size_t il = 0; il < views_.size(); ++il) {
+        if (!owner_[il]) continue;
+        const KvView& d = views_[il];
+        const KvView& s = src.views_[il];
+        const int keep = std::min(n, d.n_slots);  // a ring holds only its last n_slots positions
+        const size_t row = size_t(d.head_dim) * elem;
+        for (int h = 0; h < d.n_kv_heads; ++h) {
+            // [n_kv_heads][n_slots][head_dim]: runs of consecutive slots up to a ring's wrap.
+            const auto* sk = static_cast<const std::byte*>(s.k) + size_t(h) * size_t(s.n_slots) * row;
+            const auto* sv = static_cast<const std::byte*>(s.v) + size_t(h) * size_t(s.n_slots) * row;
+            auto* dk = static_cast<std::byte*>(d.k) + size_t(h) * size_t(d.n_slots) * row;
+            auto* dv = static_cast<std::byte*>(d.v) + size_t(h) * size_t(d.n_slots) * row;
+            for (int i = n - keep; i < n;) {
+                const int ss = (src_pos0 + i) % s.n_slots, ds = (dst_pos0 + i) % d.n_slots;
+                const int run = std::min({n - i, s.n_slots - ss, d.n_slots - ds});
+                std::memcpy(dk + size_t(ds) * row, sk + size_t(ss) * row, size_t(run) * row);
+                std::memcpy(dv + size_t(ds) * row, sv + size_t(ss) * row, size_t(run) * row);
+                i += run;
+            }
+        }
+    }
+}
+
+int StaticKVCache::min_slots() const {
+    int m = max_seq_;
+    for (size_t il = 0; il < views_.size(); ++il)
+        if (owner_[il]) m = std::min(m, views_[il].n_slots);
+    return m;
+}
+
 int StaticKVCache::max_rewind(int pos, int high_water) const {
     // A ring of W + extra slots holds position q until q + W + extra is written.
     // After rewinding to r = pos - n, a step needs r - W + 1 .. r - 1, which are

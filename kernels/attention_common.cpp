@@ -15,6 +15,11 @@ size_t attention_scratch_bytes(int /*t*/, int /*n_heads*/, int head_dim, int n_t
     return threads * detail::attn_scratch_layout(head_dim).floats * sizeof(float);
 }
 
+bool attention_rows_exact(int t, int n_heads, int n_kv_heads, int n_threads) {
+    if (t < 1 || n_kv_heads < 1 || n_heads < n_kv_heads) return true;
+    return !detail::attn_splits_keys(t, n_heads, n_kv_heads, std::max(1, n_threads));
+}
+
 namespace detail {
 
 void check_attention_args(const AttentionArgs& a) {

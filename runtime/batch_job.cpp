@@ -1,15 +1,21 @@
 // The batch job loop (read and check the input, skip what the output holds,
 // tokenize, feed an engine, write one line per result) and the sequential
 // engine that runs one request at a time through generate().
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
 
+#include "cache/kv_cache.hpp"
+#include "kernels/kernels.hpp"
+#include "model/graph.hpp"
 #include "model/model.hpp"
 #include "staticlm/batch.hpp"
 #include "staticlm/batch_session.hpp"
 #include "staticlm/chat_template.hpp"
 #include "staticlm/model.hpp"
+#include "staticlm/prefix_pool.hpp"
 #include "staticlm/tokenizer.hpp"
 #include "internal.hpp"
 
@@ -23,27 +29,126 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// An engine's prefix pool and its rule: which prompt rows are computed exactly
+// (every row as in any other split: no attention step whose keys are split
+// over threads, kernels::attention_rows_exact), the longest prefix it holds,
+// and the work counters.
+class PrefixShare {
+public:
+    PrefixShare(std::shared_ptr<const Model> model, const SessionOptions& so, int threads, int pool_tokens)
+        : model_(std::move(model)), so_(so), threads_(threads) {
+        prefill_ = detail::normalize_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
+        append_ = detail::normalize_buckets(so.append_buckets, "append_buckets", so.max_seq);
+        if (pool_tokens <= 0) return;
+        pool_.emplace(model_, so, pool_tokens);
+        limit_ = std::min(pool_tokens, so.max_seq - 1);
+        if (so.ring_sliding) {
+            // A ring keeps window + Q_max positions: a longer prefix would be
+            // overwritten in the slot that computes it before it is saved.
+            const int q_max = std::max(prefill_.back(), append_.back());
+            for (const LayerConfig& lc : model_->config().layers)
+                if (lc.window > 0) limit_ = std::min<int>(limit_, int(std::min<long>(so.max_seq, long(lc.window) + q_max)));
+        }
+    }
+
+    int limit() const { return limit_; }
+    PrefixPool& pool() { return *pool_; }
+
+    bool exact(int P, int T, bool scoring) const {
+        if (T <= 0) return true;
+        if (P < 0 || P + T > so_.max_seq) return false;
+        const std::vector<int>& buckets = P == 0 ? prefill_ : scoring ? append_ : prefill_;
+        for (const Step& st : Session::plan(buckets, P, T, so_.max_seq))
+            for (const LayerConfig& lc : model_->config().layers)
+                if (!kernels::attention_rows_exact(st.t, lc.n_heads, lc.n_kv_heads, threads_)) return false;
+        return true;
+    }
+
+    // The filled pool entry of a request's prefix, made with fill(entry) (a
+    // prefill of the prefix tokens and a save) when it is new; -1 when the
+    // request has none, it does not match the prompt, or the pool has no room.
+    template <class Fill>
+    int acquire(const EngineRequest& r, Fill&& fill) {
+        const EnginePrefix& p = r.prefix;
+        if (!pool_ || p.use <= 0 || !p.tokens || p.use > int(p.tokens->size()) || p.use >= int(r.prompt.size()) ||
+            !std::equal(p.tokens->begin(), p.tokens->begin() + p.use, r.prompt.begin()))
+            return -1;
+        int e = pool_->find(p.key);
+        if (e >= 0) return e;
+        e = pool_->add(p.key, int(p.tokens->size()));
+        if (e < 0) return -1;
+        try {
+            fill(e);
+        } catch (...) {
+            pool_->remove(e);
+            throw;
+        }
+        counters.prompt_positions += long(p.tokens->size());
+        ++counters.prefixes;
+        return e;
+    }
+
+    // After the request's last use of its prefix: frees the entry when no later request names it.
+    void release(const EnginePrefix& p) {
+        if (!pool_ || !p.last) return;
+        const int e = pool_->find(p.key);
+        if (e >= 0) pool_->remove(e);
+    }
+
+    EngineCounters counters;
+
+private:
+    std::shared_ptr<const Model> model_;
+    SessionOptions so_;
+    int threads_ = 1;
+    std::vector<int> prefill_, append_;
+    std::optional<PrefixPool> pool_;
+    int limit_ = 0;
+};
+
 // Scoring requests of both engines: one Session with the engine's options and
 // all_logits, made at the first scoring request, so scores do not depend on
-// the engine, the batch or the other requests.
+// the engine, the batch or the other requests. With a shared prefix the
+// prompt is the prefix's K/V from the pool and the rest appended.
 class Scorer {
 public:
     Scorer(std::shared_ptr<const Model> model, const SessionOptions& options) : model_(std::move(model)), options_(options) {
         options_.all_logits = true;
     }
 
-    EngineOutcome run(const EngineRequest& r, Clock::time_point submitted) {
+    EngineOutcome run(const EngineRequest& r, Clock::time_point submitted, PrefixShare& share) {
         EngineOutcome out;
         out.tag = r.tag;
         try {
             if (!session_) session_.emplace(model_, options_);
-            out.scores = score_continuations(*session_, r.prompt, r.score);
+            Session& s = *session_;
+            const int e = share.acquire(r, [&](int entry) {
+                s.prefill(*r.prefix.tokens);
+                s.save_prefix(share.pool(), entry);
+            });
+            const long n_prompt = long(r.prompt.size());
+            if (e >= 0) {
+                const int n = r.prefix.use;
+                const std::span<const int> rest = std::span<const int>(r.prompt).subspan(size_t(n));
+                out.scores = score_continuations_with(s, r.prompt, r.score, [&] {
+                    s.load_prefix(share.pool(), e, n);
+                    share.counters.shared_positions += n;
+                    share.counters.prompt_positions += n_prompt - n;
+                    return s.append(rest);
+                });
+            } else {
+                out.scores = score_continuations_with(s, r.prompt, r.score, [&] {
+                    share.counters.prompt_positions += n_prompt;
+                    return s.prefill(r.prompt);
+                });
+            }
             out.result.stats.prompt_tokens = int(r.prompt.size());
         } catch (const Error& e) {
             out.failed = true;
             out.error_kind = e.kind();
             out.error = e.what();
         }
+        share.release(r.prefix);
         out.total_seconds = seconds_since(submitted);
         return out;
     }
@@ -57,7 +162,10 @@ private:
 class SequentialEngine final : public BatchEngine {
 public:
     SequentialEngine(std::shared_ptr<const Model> model, const SessionOptions& options)
-        : session_(model, options), tokenizer_(session_.model().tokenizer()), scorer_(model, options) {}
+        : session_(model, options), tokenizer_(session_.model().tokenizer()), scorer_(model, options),
+          share_(model, options, session_.threads(), 0) {}
+
+    EngineCounters counters() const override { return share_.counters; }
 
     int capacity() const override { return 1; }
     int active() const override { return pending_ ? 1 : 0; }
@@ -73,11 +181,12 @@ public:
         EngineRequest r = std::move(*pending_);
         pending_.reset();
         if (!r.score.empty()) {
-            finished.push_back(scorer_.run(r, submitted_));
+            finished.push_back(scorer_.run(r, submitted_, share_));
             return;
         }
         EngineOutcome out;
         out.tag = r.tag;
+        share_.counters.prompt_positions += long(r.prompt.size());
         try {
             session_.reset();
             out.result = generate(session_, tokenizer_, r.prompt, r.options);
@@ -105,6 +214,7 @@ private:
     Session session_;
     const Tokenizer* tokenizer_;
     Scorer scorer_;
+    PrefixShare share_;  // no pool: the reference engine shares nothing
     std::optional<EngineRequest> pending_;
     Clock::time_point submitted_;
 };
@@ -115,9 +225,10 @@ private:
 // here after each step, exactly as generate() builds them.
 class BatchedEngine final : public BatchEngine {
 public:
-    BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options, int prefill_budget)
+    BatchedEngine(std::shared_ptr<const Model> model, const BatchSessionOptions& options, int prefill_budget,
+                  int pool_tokens)
         : gen_(model, options, prefill_budget), tokenizer_(model->tokenizer()), eos_(model->config().eos_ids),
-          scorer_(model, options.session) {
+          scorer_(model, options.session), share_(model, options.session, gen_.session().threads(), pool_tokens) {
         texts_.resize(size_t(gen_.capacity()));
         if (tokenizer_)
             for (Text& t : texts_) t.stream = std::make_unique<StreamDecoder>(*tokenizer_);
@@ -125,18 +236,71 @@ public:
 
     int capacity() const override { return gen_.capacity(); }
     int active() const override { return gen_.active() + int(scored_.size()); }
+    int prefix_limit() const override { return share_.limit(); }
+    bool prompt_rows_exact(int P, int T, bool scoring) const override { return share_.exact(P, T, scoring); }
+    EngineCounters counters() const override { return share_.counters; }
+
+    StepTimes measure_steps() override {
+        if (gen_.active() > 0) throw Error(ErrorKind::config, "measure_steps needs an idle engine");
+        BatchSession& bs = gen_.session();
+        StepTimes st;
+        int q = 1;
+        for (int b : bs.options().session.prefill_buckets) q = std::max(q, std::min(b, bs.max_seq()));
+        const int S = bs.slots();
+        const std::vector<int> ids(size_t(std::max(q, S)), std::min(1, bs.vocab() - 1));
+        std::vector<int> rows(static_cast<size_t>(S));
+        for (int i = 0; i < S; ++i) rows[size_t(i)] = i;
+        for (int round = 0; round < 2; ++round) {  // the first warms caches and threads
+            auto t0 = Clock::now();
+            bs.prefill(0, std::span<const int>(ids.data(), size_t(q)));
+            st.prefill_rows = q;
+            st.prefill_seconds = seconds_since(t0);
+            for (int i = 0; i < S; ++i) bs.reset(i);
+            if (bs.max_seq() >= 2) bs.decode(rows, std::span<const int>(ids.data(), size_t(S)));
+            t0 = Clock::now();
+            bs.decode(rows, std::span<const int>(ids.data(), size_t(S)));
+            st.decode_rows = S;
+            st.decode_seconds = seconds_since(t0);
+            for (int i = 0; i < S; ++i) bs.reset(i);
+        }
+        return st;
+    }
 
     void submit(EngineRequest r) override {
         const auto t0 = Clock::now();
         if (!r.score.empty()) {  // scored at once, on the scorer's own session
-            scored_.push_back(scorer_.run(r, t0));
+            scored_.push_back(scorer_.run(r, t0, share_));
             return;
         }
+        struct Release {  // the prefix entry is freed after its last use, whatever happens
+            PrefixShare& share;
+            const EnginePrefix& p;
+            ~Release() { share.release(p); }
+        } release{share_, r.prefix};
         for (const std::string& s : r.options.stop_strings)
             if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
         const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
         const int slot =
             gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids, r.options.logprobs);
+        const long n_prompt = long(r.prompt.size());
+        try {
+            BatchSession& bs = gen_.session();
+            const int e = share_.acquire(r, [&](int entry) {
+                bs.prefill(slot, *r.prefix.tokens);
+                bs.save_prefix(slot, share_.pool(), entry);
+            });
+            if (e >= 0) {
+                gen_.start_after_prefix(slot, share_.pool(), e, r.prefix.use);
+                share_.counters.shared_positions += r.prefix.use;
+                share_.counters.prompt_positions += n_prompt - r.prefix.use;
+            } else {
+                share_.counters.prompt_positions += n_prompt;
+            }
+        } catch (...) {
+            gen_.stop(slot, StopReason::aborted);
+            gen_.release(slot);
+            throw;
+        }
         Text& t = texts_[size_t(slot)];
         t.text.clear();
         t.emitted = 0;
@@ -237,6 +401,7 @@ private:
     std::vector<int> eos_;
     std::vector<Text> texts_;
     Scorer scorer_;
+    PrefixShare share_;
     std::vector<EngineOutcome> scored_;  // scoring outcomes the next step() returns
 };
 
@@ -282,10 +447,229 @@ std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model>
     return std::make_unique<SequentialEngine>(std::move(model), session);
 }
 
-std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
-                                                 const BatchSessionOptions& options, int prefill_budget) {
-    return std::make_unique<BatchedEngine>(std::move(model), options, prefill_budget);
+BatchMemory batch_memory(const Model& model, const BatchSessionOptions& options, const PrefixOptions& prefix) {
+    const SessionOptions& so = options.session;
+    if (so.max_seq < 1) throw Error(ErrorKind::config, "max_seq must be >= 1, got " + std::to_string(so.max_seq));
+    if (options.slots < 1) throw Error(ErrorKind::config, "slots must be >= 1, got " + std::to_string(options.slots));
+    if (prefix.pool_tokens < -1)
+        throw Error(ErrorKind::config, "prefix pool must be -1 (max_seq), 0 (off) or a token count, got " +
+                                           std::to_string(prefix.pool_tokens));
+    const std::vector<int> pb = detail::normalize_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
+    const std::vector<int> ab = detail::normalize_buckets(so.append_buckets, "append_buckets", so.max_seq);
+    const int q_max = std::max(pb.back(), ab.back());
+    const std::vector<KvLayerSpec> specs = kv_layer_specs(model.config());
+    const uint64_t one = StaticKVCache::bytes_needed(specs, so.max_seq, so.kv, so.ring_sliding, q_max);
+    constexpr uint64_t kHuge = UINT64_MAX / 4;  // "more than any machine": sums stay exact below 2^64
+    BatchMemory m;
+    uint64_t slots_bytes = 0;
+    m.slot_caches = __builtin_mul_overflow(one, uint64_t(options.slots), &slots_bytes) ? kHuge : std::min(slots_bytes, kHuge);
+    m.scorer_cache = std::min(one, kHuge);
+    m.pool_tokens = prefix.pool_tokens < 0 ? so.max_seq : prefix.pool_tokens;
+    m.pool = std::min(PrefixPool::bytes_needed(model, so.kv, m.pool_tokens), kHuge);
+    m.budget = prefix.memory_budget;
+    if (m.budget == 0) {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) m.budget = uint64_t(pages) * uint64_t(page);
+    }
+    return m;
 }
+
+void check_batch_memory(const BatchMemory& m) {
+    if (m.budget == 0 || m.total() <= m.budget) return;
+    const std::string budget = std::to_string(m.budget) + " bytes (--memory; by default this machine's memory)";
+    const std::string caches = std::to_string(m.slot_caches) + " bytes of slot KV caches + " +
+                               std::to_string(m.scorer_cache) + " of the scoring session";
+    if (m.pool > 0 && m.total() - m.pool <= m.budget)
+        throw Error(ErrorKind::capacity,
+                    "the prefix pool of " + std::to_string(m.pool_tokens) + " tokens (" + std::to_string(m.pool) +
+                        " bytes) does not fit: with " + caches + " the job needs " + std::to_string(m.total()) +
+                        " bytes, more than the budget of " + budget + "; lower --prefix-pool (0 turns sharing off)");
+    throw Error(ErrorKind::capacity, "the batch does not fit: " + caches + " + " + std::to_string(m.pool) +
+                                         " of the prefix pool = " + std::to_string(m.total()) +
+                                         " bytes, more than the budget of " + budget +
+                                         "; lower --slots, --max-seq or --prefix-pool");
+}
+
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options, int prefill_budget,
+                                                 const PrefixOptions& prefix) {
+    if (!model) throw Error(ErrorKind::config, "batch engine needs a model");
+    const BatchMemory m = batch_memory(*model, options, prefix);
+    check_batch_memory(m);
+    return std::make_unique<BatchedEngine>(std::move(model), options, prefill_budget, m.pool_tokens);
+}
+
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options, const PrefixOptions& prefix) {
+    return make_batched_engine(std::move(model), options, 0, prefix);
+}
+
+namespace {
+
+// A pending request ready for the engine: its ids, or the error it ends with.
+struct Prepared {
+    size_t idx = 0;  // into BatchJob::Impl::requests
+    bool error = false;
+    ErrorKind kind = ErrorKind::input;
+    std::string message;
+    EngineRequest er;
+};
+
+// Tokenizes every pending request (before any forward pass, so the shared
+// prefixes can be found): prompt ids as `staticlm generate` / `chat` make
+// them, scoring lines' ids by the boundary rule, chat stop ids.
+std::vector<Prepared> prepare(const std::vector<BatchRequest>& requests, const std::vector<size_t>& pending,
+                              const Model& model, const Tokenizer& tok, const BatchJobOptions& options) {
+    std::vector<Prepared> out(pending.size());
+    for (size_t k = 0; k < pending.size(); ++k) {
+        Prepared& p = out[k];
+        p.idx = pending[k];
+        const BatchRequest& q = requests[p.idx];
+        if (q.failed) {
+            p.error = true;
+            p.kind = q.error_kind;
+            p.message = q.error;
+            continue;
+        }
+        EngineRequest& er = p.er;
+        er.tag = p.idx;
+        er.options = q.options;
+        if (q.score.empty() && q.chat && er.options.stop_ids.empty()) {
+            // As Chat::reply: the model's EOS ids and the template's end-of-turn tokens.
+            er.options.stop_ids = model.config().eos_ids;
+            for (std::string_view st : options.chat_format.chat_template().stop_tokens) {
+                const int id = st.empty() ? -1 : tok.token_id(st);
+                if (id >= 0 && std::find(er.options.stop_ids.begin(), er.options.stop_ids.end(), id) ==
+                                   er.options.stop_ids.end())
+                    er.options.stop_ids.push_back(id);
+            }
+        }
+        try {
+            if (!q.score.empty()) {  // scoring: the prompt, and the continuations' ids after it
+                ScoreIds ids = score_ids(tok, q.prompt, q.score);
+                er.prompt = std::move(ids.prompt);
+                er.score = std::move(ids.continuations);
+            } else {
+                er.prompt = request_ids(q, model, tok, options.chat_format, options.chat);
+            }
+        } catch (const Error& e) {
+            p.error = true;
+            p.kind = e.kind();
+            p.message = "line " + std::to_string(q.line) + ": " + e.what();
+        }
+    }
+    return out;
+}
+
+size_t common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+// Finds the shared prefixes and sets each request's EnginePrefix; returns the
+// order to submit in (the requests of a prefix one after another, where its
+// first one stood, so that one pool entry at a time is live) and the plan.
+//
+// The prompts are sorted; a run of neighbours whose common prefix with the
+// next is >= min_len is a group, its prefix the shortest of those (capped at
+// the engine's limit). A request uses the longest n <= that prefix, with at
+// least one prompt token left, for which its rows are computed exactly with
+// and without the prefix (BatchEngine::prompt_rows_exact: its whole prompt
+// from 0, and the rest from n); a group needs two such requests.
+std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngine& engine, int min_len,
+                                  BatchJob::Plan& plan) {
+    std::vector<size_t> order;
+    order.reserve(items.size());
+    for (const Prepared& p : items) {
+        if (p.error) continue;
+        ++plan.requests;
+        const long n = long(p.er.prompt.size());
+        plan.prompt_positions += n;
+        plan.shared_prompt_positions += n;
+        if (!p.er.score.empty()) {
+            ++plan.scoring;
+            for (const std::vector<int>& c : p.er.score) plan.score_positions += long(c.size());
+        } else {
+            plan.max_new_tokens += std::max(0, p.er.options.max_tokens);
+        }
+    }
+    const int limit = engine.prefix_limit();
+    std::vector<long> group(items.size(), -1);
+    if (limit > 0 && min_len > 0) {
+        std::vector<size_t> cand;
+        for (size_t i = 0; i < items.size(); ++i)
+            if (!items[i].error && items[i].er.prompt.size() > size_t(min_len)) cand.push_back(i);
+        std::stable_sort(cand.begin(), cand.end(),
+                         [&](size_t a, size_t b) { return items[a].er.prompt < items[b].er.prompt; });
+        long n_groups = 0;
+        for (size_t b = 0; b < cand.size();) {
+            size_t e = b + 1;
+            size_t shared = SIZE_MAX;
+            while (e < cand.size()) {
+                const size_t l = common_prefix(items[cand[e - 1]].er.prompt, items[cand[e]].er.prompt);
+                if (l < size_t(min_len)) break;
+                shared = std::min(shared, l);
+                ++e;
+            }
+            const size_t run_begin = b;
+            b = e;
+            if (e - run_begin < 2) continue;
+            const int len = int(std::min(shared, size_t(limit)));
+            if (len < min_len) continue;
+            std::vector<std::pair<size_t, int>> users;  // (item, n)
+            for (size_t k = run_begin; k < e; ++k) {
+                const EngineRequest& er = items[cand[k]].er;
+                const int N = int(er.prompt.size());
+                const bool scoring = !er.score.empty();
+                if (!engine.prompt_rows_exact(0, N, scoring)) continue;
+                // Shorter prefixes leave a longer rest; a few tries find one whose steps are exact.
+                for (int n = std::min(len, N - 1), tries = 0; n >= min_len && tries < 64; --n, ++tries)
+                    if (engine.prompt_rows_exact(n, N - n, scoring)) {
+                        users.emplace_back(cand[k], n);
+                        break;
+                    }
+            }
+            if (users.size() < 2) continue;
+            int entry_len = 0;
+            for (const auto& u : users) entry_len = std::max(entry_len, u.second);
+            if (!engine.prompt_rows_exact(0, entry_len, false)) continue;
+            const std::vector<int>& first = items[users.front().first].er.prompt;
+            auto tokens = std::make_shared<const std::vector<int>>(first.begin(), first.begin() + entry_len);
+            const long key = n_groups++;
+            for (const auto& [i, n] : users) {
+                items[i].er.prefix.key = uint64_t(key);
+                items[i].er.prefix.tokens = tokens;
+                items[i].er.prefix.use = n;
+                group[i] = key;
+                ++plan.sharing_requests;
+                plan.shared_prompt_positions -= n;
+            }
+            plan.shared_prompt_positions += entry_len;
+            plan.longest_prefix = std::max(plan.longest_prefix, entry_len);
+            ++plan.prefixes;
+        }
+    }
+    // A group's requests go together, at its first one's place; the last frees the entry.
+    std::vector<std::vector<size_t>> members(size_t(plan.prefixes));
+    for (size_t i = 0; i < items.size(); ++i)
+        if (group[i] >= 0) members[size_t(group[i])].push_back(i);
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (group[i] < 0) {
+            order.push_back(i);
+            continue;
+        }
+        std::vector<size_t>& m = members[size_t(group[i])];
+        if (m.empty()) continue;  // already placed
+        items[m.back()].er.prefix.last = true;
+        order.insert(order.end(), m.begin(), m.end());
+        m.clear();
+    }
+    return order;
+}
+
+}  // namespace
 
 struct BatchJob::Impl {
     BatchJobOptions options;
@@ -320,6 +704,16 @@ const std::string& BatchJob::output_path() const { return impl_->writer->path();
 ShardSpec BatchJob::shard() const { return impl_->options.shard; }
 size_t BatchJob::torn_bytes_dropped() const { return impl_->writer->torn_bytes_dropped(); }
 
+BatchJob::Plan BatchJob::plan(const Model& model, const BatchEngine& engine) {
+    Impl& j = *impl_;
+    const Tokenizer* tok = model.tokenizer();
+    if (!tok) throw Error(ErrorKind::config, "batch needs a model with a tokenizer");
+    std::vector<Prepared> items = prepare(j.requests, j.pending, model, *tok, j.options);
+    Plan plan;
+    plan_prefixes(items, engine, j.options.prefix_min, plan);
+    return plan;
+}
+
 BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     Impl& j = *impl_;
     const Tokenizer* tok = model.tokenizer();
@@ -331,7 +725,9 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     BatchProgress& p = summary.progress;
     p.total = int(j.requests.size());
     p.skipped = p.total - int(j.pending.size());
+    std::function<void()> count_work;  // set once the engine's counters are known
     auto report = [&] {
+        if (count_work) count_work();
         p.seconds = seconds_since(t0);
         if (j.options.progress) j.options.progress(p);
     };
@@ -352,48 +748,35 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     };
     report();
 
+    std::vector<Prepared> items = prepare(j.requests, j.pending, model, *tok, j.options);
+    Plan plan;
+    const std::vector<size_t> order = plan_prefixes(items, engine, j.options.prefix_min, plan);
+    const EngineCounters c0 = engine.counters();
+    count_work = [&] {
+        const EngineCounters c = engine.counters();
+        p.prompt_positions = c.prompt_positions - c0.prompt_positions;
+        p.shared_positions = c.shared_positions - c0.shared_positions;
+        p.prefixes = c.prefixes - c0.prefixes;
+    };
+
     std::vector<int> prompt_tokens(j.requests.size(), 0);
     std::vector<EngineOutcome> finished;
     size_t next = 0;
     while (true) {
-        while (engine.active() < engine.capacity() && next < j.pending.size()) {
-            const size_t idx = j.pending[next++];
-            const BatchRequest& q = j.requests[idx];
-            if (q.failed) {
-                write_error(q, q.error_kind, q.error);
+        while (engine.active() < engine.capacity() && next < order.size()) {
+            Prepared& it = items[order[next++]];
+            const BatchRequest& q = j.requests[it.idx];
+            if (it.error) {
+                write_error(q, it.kind, it.message);
                 continue;
             }
-            EngineRequest er;
-            er.tag = idx;
-            er.options = q.options;
-            if (q.score.empty() && q.chat && er.options.stop_ids.empty()) {
-                // As Chat::reply: the model's EOS ids and the template's end-of-turn tokens.
-                er.options.stop_ids = model.config().eos_ids;
-                for (std::string_view st : j.options.chat_format.chat_template().stop_tokens) {
-                    const int id = st.empty() ? -1 : tok->token_id(st);
-                    if (id >= 0 && std::find(er.options.stop_ids.begin(), er.options.stop_ids.end(), id) ==
-                                       er.options.stop_ids.end())
-                        er.options.stop_ids.push_back(id);
-                }
-            }
+            prompt_tokens[it.idx] = int(it.er.prompt.size());
             try {
-                if (!q.score.empty()) {  // scoring: the prompt, and the continuations' ids after it
-                    ScoreIds ids = score_ids(*tok, q.prompt, q.score);
-                    er.prompt = std::move(ids.prompt);
-                    er.score = std::move(ids.continuations);
-                } else {
-                    er.prompt = request_ids(q, model, *tok, j.options.chat_format, j.options.chat);
-                }
-            } catch (const Error& e) {
-                write_error(q, e.kind(), "line " + std::to_string(q.line) + ": " + e.what());
-                continue;
-            }
-            prompt_tokens[idx] = int(er.prompt.size());
-            try {
-                engine.submit(std::move(er));
+                engine.submit(std::move(it.er));
             } catch (const Error& e) {
                 write_error(q, e.kind(), e.what());
             }
+            it.er = EngineRequest();  // the ids are the engine's now
         }
         if (engine.active() == 0) break;
         finished.clear();
@@ -427,6 +810,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             write(r);
         }
     }
+    count_work();
     j.writer->sync();
     return summary;
 }

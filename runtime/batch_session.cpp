@@ -20,6 +20,7 @@
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 #include "internal.hpp"
+#include "prefix_internal.hpp"
 
 namespace staticlm {
 
@@ -259,6 +260,19 @@ void BatchSession::rewind(int slot, int n) {
     s.pos[size_t(slot)] = p - n;
 }
 
+void BatchSession::save_prefix(int slot, PrefixPool& pool, int entry) {
+    impl_->check_slot(slot);
+    PrefixPoolAccess::save(pool, entry, impl_->caches[size_t(slot)], impl_->pos[size_t(slot)]);
+}
+
+void BatchSession::load_prefix(int slot, const PrefixPool& pool, int entry, int n) {
+    Impl& s = *impl_;
+    s.check_slot(slot);
+    PrefixPoolAccess::load(pool, entry, n, s.caches[size_t(slot)]);
+    s.pos[size_t(slot)] = n;
+    s.high_water[size_t(slot)] = n;
+}
+
 int BatchSession::slots() const { return impl_->options.slots; }
 int BatchSession::pos(int slot) const {
     impl_->check_slot(slot);
@@ -437,6 +451,18 @@ int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const Samp
     s.state = Slot::State::prefilling;
     g.session.reset(slot);
     return slot;
+}
+
+void BatchGenerator::start_after_prefix(int slot, const PrefixPool& pool, int entry, int n) {
+    Impl& g = *impl_;
+    Slot& s = g.at(slot);
+    if (s.state != Slot::State::prefilling || s.n_prefilled != 0)
+        throw Error(ErrorKind::input, "slot " + std::to_string(slot) + " is not a freshly submitted sequence");
+    if (n < 1 || n >= s.n_prompt)
+        throw Error(ErrorKind::input, "a prefix of " + std::to_string(n) + " tokens must leave some of the " +
+                                          std::to_string(s.n_prompt) + " prompt tokens to prefill");
+    g.session.load_prefix(slot, pool, entry, n);
+    s.n_prefilled = n;
 }
 
 int BatchGenerator::step() {

@@ -85,6 +85,13 @@ ScoreIds score_ids(const Tokenizer& tok, std::string_view prompt,
 std::vector<ContinuationScore> score_continuations(
     Session& session, std::span<const int> prompt,
     std::span<const std::vector<int>> continuations) {
+    return score_continuations_with(session, prompt, continuations,
+                                    [&] { return session.prefill(prompt); });
+}
+
+std::vector<ContinuationScore> score_continuations_with(
+    Session& session, std::span<const int> prompt, std::span<const std::vector<int>> continuations,
+    const std::function<std::span<const float>()>& restore) {
     if (!session.options().all_logits)
         throw Error(ErrorKind::config, "scoring needs a session created with all_logits");
     const int P = int(prompt.size());
@@ -100,7 +107,7 @@ std::vector<ContinuationScore> score_continuations(
                             std::to_string(need) +
                             " positions > K=" + std::to_string(session.max_seq()) + " (max_seq)");
     }
-    const std::span<const float> last = session.prefill(prompt);
+    const std::span<const float> last = restore();
     const std::vector<float> prompt_logits(last.begin(), last.end());  // append overwrites them
     const int vocab = session.vocab();
     std::vector<ContinuationScore> out(continuations.size());
@@ -119,7 +126,7 @@ std::vector<ContinuationScore> score_continuations(
         if (int(head.size()) <= session.max_rewind())
             session.rewind(int(head.size()));
         else
-            session.prefill(prompt);
+            restore();
     }
     return out;
 }

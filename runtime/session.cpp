@@ -19,6 +19,7 @@
 #include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 #include "internal.hpp"
+#include "prefix_internal.hpp"
 
 namespace staticlm {
 
@@ -327,6 +328,19 @@ void Session::reset() {
     Entry entry(impl_->busy);
     impl_->pos = 0;
     impl_->high_water = 0;
+}
+
+void Session::save_prefix(PrefixPool& pool, int entry) {
+    Entry busy(impl_->busy);
+    PrefixPoolAccess::save(pool, entry, impl_->cache, impl_->pos);
+}
+
+void Session::load_prefix(const PrefixPool& pool, int entry, int n) {
+    Entry busy(impl_->busy);
+    PrefixPoolAccess::load(pool, entry, n, impl_->cache);
+    impl_->pos = n;
+    impl_->high_water = n;
+    impl_->n_steps = 0;
 }
 
 void Session::set_dump(DumpFn fn, void* ctx) { impl_->dump = DumpSink{fn, fn ? ctx : nullptr}; }

@@ -23,6 +23,7 @@ namespace staticlm {
 
 class Model;
 class Tokenizer;
+struct BatchSessionOptions;
 
 // ---------------------------------------------------------------------------
 // Requests
@@ -190,8 +191,37 @@ private:
 // steps; finished requests come back in any order.
 // ---------------------------------------------------------------------------
 
+// A shared prompt prefix, planned by BatchJob (docs/BATCH.md): the first
+// `use` prompt tokens are the first `use` of `tokens`, whose K/V the engine
+// computes once (at the first request naming `key`) into its prefix pool and
+// copies for every other request. `last`: no later request names `key`, the
+// entry is freed after this one.
+struct EnginePrefix {
+    uint64_t key = 0;
+    std::shared_ptr<const std::vector<int>> tokens;  // the whole shared run (the entry)
+    int use = 0;  // 0: no prefix
+    bool last = false;
+};
+
+// Work done by an engine since it was made (positions are token rows).
+struct EngineCounters {
+    long prompt_positions = 0;  // prompt rows computed, the prefix pool's included
+    long shared_positions = 0;  // prompt rows copied from the prefix pool instead
+    long prefixes = 0;          // prefixes computed into the pool
+};
+
+// One measured prefill step and one measured decode step of an engine (for
+// `staticlm batch --plan`'s projection).
+struct StepTimes {
+    int prefill_rows = 0;
+    double prefill_seconds = 0;
+    int decode_rows = 0;
+    double decode_seconds = 0;
+};
+
 struct EngineRequest {
     uint64_t tag = 0;
+    EnginePrefix prefix;
     std::vector<int> prompt;
     GenerateOptions options;
     // Non-empty: score these continuations after the prompt (score_continuations
@@ -223,7 +253,39 @@ public:
     // (StopReason::aborted), and gives its outcome; false when no running
     // request has the tag (scoring requests finish at submit).
     virtual bool cancel(uint64_t tag, EngineOutcome& out) = 0;
+
+    // Prefix sharing. prefix_limit: the longest prefix the engine can hold (0:
+    // none). prompt_rows_exact: whether processing T prompt tokens from
+    // position P as this engine does (P == 0: a prompt's or prefix's prefill;
+    // P > 0: the rest of a prompt after a prefix, `scoring` for a scoring
+    // request) computes every row as any other split would, so that results
+    // with and without a prefix are bit-identical.
+    virtual int prefix_limit() const { return 0; }
+    virtual bool prompt_rows_exact(int /*P*/, int /*T*/, bool /*scoring*/) const { return false; }
+    virtual EngineCounters counters() const { return {}; }
+    // Times one prefill step and one decode step of all slots (nothing active).
+    virtual StepTimes measure_steps() { return {}; }
 };
+
+// The static memory of a batched engine: every slot's KV cache, the scoring
+// session's (made at the first scoring line), the prefix pool. The budget is
+// PrefixOptions::memory_budget, or this machine's memory.
+struct PrefixOptions {
+    int pool_tokens = -1;          // prefix pool in tokens: -1 = max_seq, 0 = no sharing
+    uint64_t memory_budget = 0;    // bytes for the caches and the pool; 0: physical memory
+};
+struct BatchMemory {
+    uint64_t slot_caches = 0;   // all slots
+    uint64_t scorer_cache = 0;
+    uint64_t pool = 0;
+    int pool_tokens = 0;
+    uint64_t budget = 0;        // 0: unknown
+    uint64_t total() const { return slot_caches + scorer_cache + pool; }
+};
+BatchMemory batch_memory(const Model& model, const BatchSessionOptions& options, const PrefixOptions& prefix);
+// Throws Error(capacity) naming the pool, the slots and the budget when
+// batch_memory() does not fit in it (before anything is allocated).
+void check_batch_memory(const BatchMemory& memory);
 
 // One sequence at a time on a Session, through generate(): the reference the
 // batched engine must equal.
@@ -232,10 +294,15 @@ std::unique_ptr<BatchEngine> make_sequential_engine(std::shared_ptr<const Model>
 
 // Continuous batching on a BatchGenerator (include/staticlm/batch_session.hpp):
 // up to options.slots sequences decoded together; each result equals the
-// sequential engine's. prefill_budget: as BatchGenerator's.
+// sequential engine's. prefill_budget: as BatchGenerator's. With a prefix
+// pool (PrefixOptions), shared prompt prefixes are computed once; the memory
+// is checked first (check_batch_memory).
 struct BatchSessionOptions;
 std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
-                                                 const BatchSessionOptions& options, int prefill_budget = 0);
+                                                 const BatchSessionOptions& options, int prefill_budget = 0,
+                                                 const PrefixOptions& prefix = {});
+std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
+                                                 const BatchSessionOptions& options, const PrefixOptions& prefix);
 
 // ---------------------------------------------------------------------------
 // The job
@@ -248,6 +315,11 @@ struct BatchProgress {
     int errors = 0;      // of done
     long generated_tokens = 0;
     double seconds = 0;  // since run() started
+    // The engine's work in this run (EngineCounters): prompt rows computed and
+    // copied from the prefix pool, prefixes computed.
+    long prompt_positions = 0;
+    long shared_positions = 0;
+    long prefixes = 0;
 };
 
 struct BatchJobOptions {
@@ -259,6 +331,9 @@ struct BatchJobOptions {
     SyncPolicy sync;
     ChatFormat chat_format = ChatFormat::plain;
     ChatOptions chat;
+    // Shared prefixes: runs of at least this many prompt tokens that two or
+    // more requests of the shard start with are computed once (0: off).
+    int prefix_min = 32;
     std::function<void(const BatchProgress&)> progress;  // after each result (and at start)
 };
 
@@ -284,6 +359,21 @@ public:
     const std::string& output_path() const;
     ShardSpec shard() const;
     size_t torn_bytes_dropped() const;  // an incomplete last line cut from the output
+
+    // What run() would do on this engine (`staticlm batch --plan`): the
+    // pending requests tokenized and their shared prefixes found.
+    struct Plan {
+        int requests = 0;            // pending, usable
+        int scoring = 0;             // of those, score/choices lines
+        long max_new_tokens = 0;     // sum of n_predict of the generations
+        long score_positions = 0;    // continuation tokens of the scoring lines
+        int prefixes = 0;            // shared prefixes
+        int longest_prefix = 0;
+        int sharing_requests = 0;    // requests that start from one
+        long prompt_positions = 0;   // prompt rows computed without sharing
+        long shared_prompt_positions = 0;  // with sharing (the prefixes once each)
+    };
+    Plan plan(const Model& model, const BatchEngine& engine);
 
     // Tokenizes and runs every pending request of the shard on the engine,
     // appending one line per result. Throws only when the output cannot be

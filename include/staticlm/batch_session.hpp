@@ -20,6 +20,7 @@
 namespace staticlm {
 
 class Model;
+class PrefixPool;
 
 struct BatchSessionOptions {
     int slots = 16;           // S: sequences held (and decoded) at once
@@ -49,6 +50,9 @@ public:
     void decode(std::span<const int> slots, std::span<const int> tokens);
     void reset(int slot);
     void rewind(int slot, int n);
+    // Session::save_prefix / load_prefix of one slot (prefix_pool.hpp).
+    void save_prefix(int slot, PrefixPool& pool, int entry);
+    void load_prefix(int slot, const PrefixPool& pool, int entry, int n);
 
     int slots() const;
     int pos(int slot) const;
@@ -92,6 +96,11 @@ public:
     static constexpr int kMaxStopIds = 16;
     int submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
                int max_tokens, std::span<const int> stop_ids, int logprobs = -1);
+    // Right after submit(): the slot's first n prompt tokens are taken from a
+    // filled prefix pool entry instead of being prefilled (their K/V are
+    // copied; n < the prompt's length, so the first token is sampled from a
+    // computed row). The prompt tokens stay the sampler's history.
+    void start_after_prefix(int slot, const PrefixPool& pool, int entry, int n);
     // Prefills waiting prompts (up to the budget; a prompt's first token is
     // sampled when its prefill completes), then decodes one token for every
     // other running sequence. Each sequence gains at most one token per step.

@@ -4,6 +4,7 @@
 // processed once; each continuation is appended after it and rewound.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,5 +40,14 @@ ScoreIds score_ids(const Tokenizer& tokenizer, std::string_view prompt,
 // capacity otherwise). The session is left holding the prompt.
 std::vector<ContinuationScore> score_continuations(Session& session, std::span<const int> prompt,
                                                    std::span<const std::vector<int>> continuations);
+
+// The same with the prompt put in place by `restore` instead of prefill():
+// called first, and again after a continuation when a ring cache cannot
+// rewind; it must leave the session holding exactly `prompt` and return the
+// logits of its last token (a batch job loads a shared prefix and appends the
+// rest). The scores equal score_continuations' when the restored cache does.
+std::vector<ContinuationScore> score_continuations_with(
+    Session& session, std::span<const int> prompt, std::span<const std::vector<int>> continuations,
+    const std::function<std::span<const float>()>& restore);
 
 }  // namespace staticlm

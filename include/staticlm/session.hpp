@@ -17,6 +17,7 @@
 namespace staticlm {
 
 class Model;
+class PrefixPool;
 
 // The default bucket sets for a capacity K: {64, 128, 256, 512} (prefill) and
 // {16, 32, 64} (append), without the sizes above K, plus K itself when K is
@@ -74,6 +75,15 @@ public:
     // Forgets the last n tokens (0 <= n <= pos(); ring caches: see max_rewind()).
     void rewind(int n);
     void reset();
+    // Shared prompt prefixes (include/staticlm/prefix_pool.hpp). save_prefix
+    // copies positions 0 .. pool.length(entry) - 1, which the session must
+    // hold, into the entry. load_prefix is reset() and then positions 0 .. n-1
+    // from a filled entry (1 <= n <= its length): pos() == n as after a
+    // prefill of those n tokens, without their logits (append at least one
+    // token before reading logits()). Both throw Error(input), changing nothing,
+    // when the pool was made for other session options.
+    void save_prefix(PrefixPool& pool, int entry);
+    void load_prefix(const PrefixPool& pool, int entry, int n);
     // Sets (fn != nullptr) or clears the dump callback used by later calls.
     void set_dump(DumpFn fn, void* ctx);
 

@@ -544,15 +544,13 @@ void attention(const AttentionArgs& args, std::byte* scratch, int n_threads) {
     c.a = &args;
     c.group = args.n_heads / args.n_kv_heads;
     c.lanes_per_g = c.group * args.t;
-    // Lanes compute independently of the item they share (tiles sit on an
-    // absolute key grid), so splitting a kv head's lanes over more items keeps
-    // every row bit-identical; splitting its keys does not. With fewer items
-    // than threads (decode with few kv heads) items get fewer lanes, down to 1.
+    // The item layout (detail::attn_items): lanes split over items, never keys,
+    // unless there are fewer items than threads.
     const int nt = std::max(1, n_threads);
-    const int want_chunks = (nt + args.n_kv_heads - 1) / args.n_kv_heads;
-    c.item_lanes = std::clamp((c.lanes_per_g + want_chunks - 1) / want_chunks, 1, kAttnMaxLanes);
-    c.chunks = (c.lanes_per_g + c.item_lanes - 1) / c.item_lanes;
-    c.n_items = args.n_kv_heads * c.chunks;
+    const detail::AttnItems items_layout = detail::attn_items(args.t, args.n_heads, args.n_kv_heads, nt);
+    c.item_lanes = items_layout.item_lanes;
+    c.chunks = items_layout.chunks;
+    c.n_items = items_layout.n_items;
     c.d_pad = detail::attn_padded_dim(args.head_dim);
     c.tile = detail::attn_tile_keys(args.head_dim);
     c.stile = detail::attn_shared_tile_keys(args.head_dim);

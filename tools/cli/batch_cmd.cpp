@@ -129,6 +129,68 @@ struct Progress {
     }
 };
 
+// --memory: bytes with an optional K, M or G (powers of 1024).
+uint64_t memory_from(const Args& a) {
+    if (!a.has("memory")) return 0;
+    const std::string v = a.str("memory");
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    double mult = 1;
+    const std::string suffix(end ? end : "");
+    if (suffix == "K" || suffix == "k") mult = 1024.0;
+    else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
+    else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
+    else if (!suffix.empty()) throw UsageError("--memory '" + v + "' is not a byte count (e.g. 512M, 8G)");
+    if (!(x > 0) || x * mult > 1.8e19) throw UsageError("--memory '" + v + "' must be a positive byte count");
+    return uint64_t(x * mult);
+}
+
+std::string mib(uint64_t bytes) {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+    return buf;
+}
+
+// `staticlm batch --plan`: what the run would hold and do, and a projection
+// from one measured prefill step and one measured decode step.
+int print_plan(BatchJob& job, const Model& model, BatchEngine& engine, const BatchSessionOptions& bo,
+               const BatchMemory& mem) {
+    const BatchJob::Plan p = job.plan(model, engine);
+    std::printf("staticlm batch --plan\n");
+    std::printf("  requests          %d usable (%d scoring, %d generating) of %d in shard %d/%d (the output is not read)\n",
+                p.requests, p.scoring, p.requests - p.scoring, job.shard_requests(), job.shard().index,
+                job.shard().count);
+    std::printf("  sequences/batch   %d (--slots), max_seq %d, KV %s\n", bo.slots, bo.session.max_seq,
+                bo.session.kv == KvType::f16 ? "f16" : "f32");
+    std::printf("  prefix pool       %d tokens (%s), longest prefix it can hold %d\n", mem.pool_tokens,
+                mib(mem.pool).c_str(), engine.prefix_limit());
+    std::printf("  shared prefixes   %d, used by %d requests, longest %d tokens\n", p.prefixes, p.sharing_requests,
+                p.longest_prefix);
+    std::printf("  prompt rows       %ld with sharing, %ld without (%.1f%%)\n", p.shared_prompt_positions,
+                p.prompt_positions,
+                p.prompt_positions ? 100.0 * double(p.shared_prompt_positions) / double(p.prompt_positions) : 0.0);
+    std::printf("  memory            %s: slot caches %s + scoring session %s + prefix pool %s (budget %s) + weights %s\n",
+                mib(mem.total()).c_str(), mib(mem.slot_caches).c_str(), mib(mem.scorer_cache).c_str(),
+                mib(mem.pool).c_str(), mem.budget ? mib(mem.budget).c_str() : "unknown",
+                mib(uint64_t(model_weight_bytes(model))).c_str());
+    const StepTimes st = engine.measure_steps();
+    const double row_s = st.prefill_rows ? st.prefill_seconds / st.prefill_rows : 0;
+    const double step_s = st.decode_seconds;
+    // Every generation is counted at its n_predict (an upper bound on its time), decoded with all slots busy.
+    const double decode = double(p.max_new_tokens) / double(std::max(1, bo.slots)) * step_s;
+    const double scoring = double(p.score_positions) * row_s;
+    auto per_hour = [&](long prompt_rows) {
+        const double t = double(prompt_rows) * row_s + scoring + decode;
+        return t > 0 ? double(p.requests) * 3600.0 / t : 0.0;
+    };
+    std::printf("  measured          prefill %.1f rows/s (one step of %d rows), decode step of %d rows %.2f ms\n",
+                row_s > 0 ? 1.0 / row_s : 0.0, st.prefill_rows, st.decode_rows, step_s * 1e3);
+    std::printf("  projected         %.0f items/hour with sharing, %.0f without (model: measured steps x planned rows;\n"
+                "                    generations at n_predict tokens, so an upper bound on time)\n",
+                per_hour(p.shared_prompt_positions), per_hour(p.prompt_positions));
+    return 0;
+}
+
 int cmd_merge(const Args& a) {
     if (!a.has("input") || !a.has("output"))
         throw UsageError("batch --merge needs --input FILE and --output FILE (and the shard files or --shards N)");
@@ -182,8 +244,24 @@ int cmd_batch(const Args& a) {
     bo.session = session_options_from_args(a, config);
     bo.slots = a.integer("slots", 16);
     if (bo.slots < 1) throw UsageError("--slots must be >= 1");
+    PrefixOptions po;
+    if (a.has("prefix-pool")) {
+        po.pool_tokens = a.integer("prefix-pool", 0);
+        if (po.pool_tokens < 0) throw UsageError("--prefix-pool must be >= 0 tokens (0: no sharing)");
+    }
+    po.memory_budget = memory_from(a);
+    o.prefix_min = a.integer("prefix-min", 32);
+    if (o.prefix_min < 1) throw UsageError("--prefix-min must be >= 1");
+    // A pool or caches that cannot fit are refused before anything is read or written.
+    const BatchMemory mem = batch_memory(*model, bo, po);
+    check_batch_memory(mem);
 
+    if (a.has("plan")) o.output = "-";  // the plan opens no output: every request of the shard counts
     BatchJob job(std::move(o));
+    if (a.has("plan")) {
+        auto engine = make_batched_engine(model, bo, po);
+        return print_plan(job, *model, *engine, bo, mem);
+    }
     if (!progress.quiet)
         std::fprintf(stderr, "staticlm batch: %d requests, shard %d/%d holds %d, %d already in %s, %d to run\n",
                      job.input_lines(), job.shard().index, job.shard().count,
@@ -193,13 +271,16 @@ int cmd_batch(const Args& a) {
         std::fprintf(stderr, "staticlm batch: cut an incomplete last line (%zu bytes) from %s: it is redone\n",
                      job.torn_bytes_dropped(), job.output_path().c_str());
     if (job.pending() == 0) return 0;
-    auto engine = make_batched_engine(model, bo);
+    auto engine = make_batched_engine(model, bo, po);
     const BatchSummary s = job.run(*model, *engine);
     if (!progress.quiet) {
         const BatchProgress& p = s.progress;
-        std::fprintf(stderr, "staticlm batch: wrote %d results (%d errors), %ld tokens in %.1f s (%.1f tok/s)\n",
+        std::fprintf(stderr, "staticlm batch: wrote %d results (%d errors), %ld tokens in %.1f s (%.1f tok/s, %.0f items/hour)\n",
                      p.done, p.errors, p.generated_tokens, p.seconds,
-                     p.seconds > 0 ? double(p.generated_tokens) / p.seconds : 0.0);
+                     p.seconds > 0 ? double(p.generated_tokens) / p.seconds : 0.0,
+                     p.seconds > 0 ? double(p.done) * 3600.0 / p.seconds : 0.0);
+        std::fprintf(stderr, "staticlm batch: prompt rows computed %ld, copied from %ld shared prefixes %ld\n",
+                     p.prompt_positions, p.prefixes, p.shared_positions);
     }
     return 0;
 }

@@ -59,6 +59,16 @@ public:
     void store(const kernels::KernelTable& kt, int il, int pos0, int t, const float* k,
                const float* v, size_t ld);
 
+    // Copies the K/V of positions src_pos0 .. src_pos0 + n - 1 of every layer
+    // that owns K/V in src to positions dst_pos0 .. dst_pos0 + n - 1 here (slot
+    // p % n_slots on each side), bit for bit. A ring keeps its last n_slots
+    // positions, so only the last min(n, n_slots) of a ring layer are copied;
+    // src must still hold those. Throws Error(input) when the caches differ in
+    // layers, heads, head_dim or type, or a range does not fit.
+    void copy_positions(const StaticKVCache& src, int src_pos0, int dst_pos0, int n);
+    // Slots of the smallest ring layer (max_seq when there is none).
+    int min_slots() const;
+
     // The K/V a layer reads (its own, or its source layer's).
     const KvView& view(int il) const { return views_[size_t(il)]; }
     bool owns(int il) const { return owner_[size_t(il)]; }

@@ -39,6 +39,34 @@ constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <=
 // run-to-run noise; exactness across splits is worth more.
 constexpr int attn_shared_tile_keys(int head_dim) { return attn_tile_keys(head_dim); }
 
+// How attention() lays out its work: lanes per work item and work items, for
+// t query rows of n_heads heads over n_kv_heads kv heads on nt threads. Lanes
+// compute independently of the item they share (tiles sit on an absolute key
+// grid), so splitting a kv head's lanes over more items keeps every row
+// bit-identical; splitting its keys does not. With fewer items than threads
+// (decode with few kv heads) items get fewer lanes, down to 1.
+struct AttnItems {
+    int item_lanes = 0;
+    int chunks = 0;   // work items per kv head
+    int n_items = 0;
+};
+constexpr AttnItems attn_items(int t, int n_heads, int n_kv_heads, int nt) {
+    const int lanes_per_g = n_heads / n_kv_heads * t;
+    const int want_chunks = (nt + n_kv_heads - 1) / n_kv_heads;
+    int lanes = (lanes_per_g + want_chunks - 1) / want_chunks;
+    lanes = lanes < 1 ? 1 : lanes > kAttnMaxLanes ? kAttnMaxLanes : lanes;
+    AttnItems r;
+    r.item_lanes = lanes;
+    r.chunks = (lanes_per_g + lanes - 1) / lanes;
+    r.n_items = n_kv_heads * r.chunks;
+    return r;
+}
+// The key range of an item is split over threads (and the parts merged, which
+// reorders the sums) exactly when there are more threads than items.
+constexpr bool attn_splits_keys(int t, int n_heads, int n_kv_heads, int nt) {
+    return nt > 1 && attn_items(t, n_heads, n_kv_heads, nt).n_items < nt;
+}
+
 // Per-thread scratch, each part 64-byte aligned (offsets in floats):
 //   kt   [tile][d_pad]   K tile converted to fp32
 //   vt   [tile][d_pad]   V tile converted to fp32

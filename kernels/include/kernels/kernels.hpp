@@ -248,6 +248,12 @@ struct AttentionArgs {
     float scale = 1.0f;
 };
 size_t attention_scratch_bytes(int t, int n_heads, int head_dim, int n_threads);
+// True when attention() on n_threads computes each of a block's t rows with
+// the operations it uses for that row in any other block (the key range of a
+// work item is not split over threads): a row's output then does not depend
+// on which step of a plan computed it. False only for few lanes on many
+// threads (t · n_heads small against n_threads), whose split keys are merged.
+bool attention_rows_exact(int t, int n_heads, int n_kv_heads, int n_threads);
 using AttentionFn = void (*)(const AttentionArgs& args, std::byte* scratch, int n_threads);
 
 // out[i] = act(gate[i]) * up[i]; out may alias gate or up.
