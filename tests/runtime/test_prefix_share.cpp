@@ -80,6 +80,13 @@ SessionOptions session_options(int threads) {
     return so;
 }
 
+// "c17" (GCC 12 warns falsely on "c" + std::to_string(i)).
+std::string id_of(char letter, int i) {
+    std::string s(1, letter);
+    s += std::to_string(i);
+    return s;
+}
+
 const char* kWords[] = {"dog", "cat", "ball", "tree", "sun", "rain", "cake", "friend", "park", "toy"};
 
 // The shared instruction: `rules` numbered lines.
@@ -132,7 +139,7 @@ TEST_CASE("prefix sharing: 200 classifications under one instruction give the sa
     {
         std::ofstream f(in);
         for (int i = 0; i < 200; ++i)
-            f << json({{"id", "c" + std::to_string(i)},
+            f << json({{"id", id_of('c', i)},
                        {"prompt", instr + story(i)},
                        {"choices", {" happy", " sad", " angry"}}})
                      .dump()
@@ -168,7 +175,7 @@ TEST_CASE("prefix sharing: 200 classifications under one instruction give the sa
     so.all_logits = true;
     Session solo(model, so);
     for (int i : {0, 77, 199}) {
-        const std::string id = "c" + std::to_string(i);
+        const std::string id = id_of('c', i);
         const std::vector<std::string> choices = {" happy", " sad", " angry"};
         const ScoreIds ids = score_ids(tok, instr + story(i), choices);
         const std::vector<ContinuationScore> s = score_continuations(solo, ids.prompt, ids.continuations);
@@ -215,7 +222,7 @@ TEST_CASE("prefix sharing: greedy and seeded sampled generations are the same wi
     {
         std::ofstream f(in);
         for (int i = 0; i < 24; ++i) {
-            json j = {{"id", "g" + std::to_string(i)}, {"prompt", instr + story(i)}, {"n_predict", 6 + i % 7}};
+            json j = {{"id", id_of('g', i)}, {"prompt", instr + story(i)}, {"n_predict", 6 + i % 7}};
             j["temperature"] = i % 2 ? 0.8 : 0.0;
             if (i % 4 == 1) j["seed"] = 500 + i;  // the others derive theirs from the id
             if (i % 3 == 0) j["logprobs"] = 2;

@@ -49,7 +49,9 @@ std::string read_file(const std::string& path) {
 // Runs `staticlm ARGS` (no shell quoting needed for the arguments used here);
 // returns the exit status with stdout and stderr in files.
 int run(const std::string& args, const std::string& out, const std::string& err) {
-    const std::string cmd = "'" + bin() + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    std::string cmd = "'";  // (built by appends: GCC 12 warns falsely on "'" + std::string)
+    cmd += bin();
+    cmd += "' " + args + " >'" + out + "' 2>'" + err + "'";
     const int st = std::system(cmd.c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
