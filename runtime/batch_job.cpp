@@ -579,7 +579,7 @@ size_t common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
 // and without the prefix (BatchEngine::prompt_rows_exact: its whole prompt
 // from 0, and the rest from n); a group needs two such requests.
 std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngine& engine, int min_len,
-                                  BatchJob::Plan& plan) {
+                                  uint64_t key_base, BatchJob::Plan& plan) {
     std::vector<size_t> order;
     order.reserve(items.size());
     for (const Prepared& p : items) {
@@ -597,13 +597,13 @@ std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngin
     }
     const int limit = engine.prefix_limit();
     std::vector<long> group(items.size(), -1);
+    long n_groups = 0;
     if (limit > 0 && min_len > 0) {
         std::vector<size_t> cand;
         for (size_t i = 0; i < items.size(); ++i)
             if (!items[i].error && items[i].er.prompt.size() > size_t(min_len)) cand.push_back(i);
         std::stable_sort(cand.begin(), cand.end(),
                          [&](size_t a, size_t b) { return items[a].er.prompt < items[b].er.prompt; });
-        long n_groups = 0;
         for (size_t b = 0; b < cand.size();) {
             size_t e = b + 1;
             size_t shared = SIZE_MAX;
@@ -639,7 +639,7 @@ std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngin
             auto tokens = std::make_shared<const std::vector<int>>(first.begin(), first.begin() + entry_len);
             const long key = n_groups++;
             for (const auto& [i, n] : users) {
-                items[i].er.prefix.key = uint64_t(key);
+                items[i].er.prefix.key = key_base + uint64_t(key);
                 items[i].er.prefix.tokens = tokens;
                 items[i].er.prefix.use = n;
                 group[i] = key;
@@ -652,7 +652,7 @@ std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngin
         }
     }
     // A group's requests go together, at its first one's place; the last frees the entry.
-    std::vector<std::vector<size_t>> members(size_t(plan.prefixes));
+    std::vector<std::vector<size_t>> members(static_cast<size_t>(n_groups));
     for (size_t i = 0; i < items.size(); ++i)
         if (group[i] >= 0) members[size_t(group[i])].push_back(i);
     for (size_t i = 0; i < items.size(); ++i) {
@@ -708,9 +708,14 @@ BatchJob::Plan BatchJob::plan(const Model& model, const BatchEngine& engine) {
     Impl& j = *impl_;
     const Tokenizer* tok = model.tokenizer();
     if (!tok) throw Error(ErrorKind::config, "batch needs a model with a tokenizer");
-    std::vector<Prepared> items = prepare(j.requests, j.pending, model, *tok, j.options);
     Plan plan;
-    plan_prefixes(items, engine, j.options.prefix_min, plan);
+    const size_t step = size_t(std::max(1, j.options.plan_window));
+    for (size_t b = 0; b < j.pending.size(); b += step) {
+        const std::vector<size_t> window(j.pending.begin() + std::ptrdiff_t(b),
+                                         j.pending.begin() + std::ptrdiff_t(std::min(j.pending.size(), b + step)));
+        std::vector<Prepared> items = prepare(j.requests, window, model, *tok, j.options);
+        plan_prefixes(items, engine, j.options.prefix_min, uint64_t(plan.prefixes), plan);
+    }
     return plan;
 }
 
@@ -748,9 +753,21 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     };
     report();
 
-    std::vector<Prepared> items = prepare(j.requests, j.pending, model, *tok, j.options);
+    std::vector<Prepared> items;
+    std::vector<size_t> order;
+    size_t window_begin = 0;
     Plan plan;
-    const std::vector<size_t> order = plan_prefixes(items, engine, j.options.prefix_min, plan);
+    // The next window of pending requests, tokenized and planned; false when none is left.
+    auto next_window = [&] {
+        if (window_begin >= j.pending.size()) return false;
+        const size_t end = std::min(j.pending.size(), window_begin + size_t(std::max(1, j.options.plan_window)));
+        const std::vector<size_t> window(j.pending.begin() + std::ptrdiff_t(window_begin),
+                                         j.pending.begin() + std::ptrdiff_t(end));
+        window_begin = end;
+        items = prepare(j.requests, window, model, *tok, j.options);
+        order = plan_prefixes(items, engine, j.options.prefix_min, uint64_t(plan.prefixes), plan);
+        return true;
+    };
     const EngineCounters c0 = engine.counters();
     count_work = [&] {
         const EngineCounters c = engine.counters();
@@ -763,7 +780,12 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     std::vector<EngineOutcome> finished;
     size_t next = 0;
     while (true) {
-        while (engine.active() < engine.capacity() && next < order.size()) {
+        while (engine.active() < engine.capacity()) {
+            if (next == order.size()) {
+                if (!next_window()) break;
+                next = 0;
+                continue;
+            }
             Prepared& it = items[order[next++]];
             const BatchRequest& q = j.requests[it.idx];
             if (it.error) {

@@ -334,6 +334,10 @@ struct BatchJobOptions {
     // Shared prefixes: runs of at least this many prompt tokens that two or
     // more requests of the shard start with are computed once (0: off).
     int prefix_min = 32;
+    // Requests are tokenized and their prefixes planned this many at a time,
+    // so the memory for token ids does not grow with the input; a prefix
+    // shared across two windows is computed once in each.
+    int plan_window = 4096;
     std::function<void(const BatchProgress&)> progress;  // after each result (and at start)
 };
 

@@ -104,11 +104,12 @@ std::string story(int i) {
 }
 
 BatchSummary run_job(const Model& model, BatchEngine& engine, const std::string& in, const std::string& out,
-                     ShardSpec shard = {}) {
+                     ShardSpec shard = {}, int plan_window = 4096) {
     BatchJobOptions o;
     o.input = in;
     o.output = out;
     o.shard = shard;
+    o.plan_window = plan_window;
     BatchJob job(o);
     return job.run(model, engine);
 }
@@ -202,6 +203,10 @@ TEST_CASE("prefix sharing: 200 classifications under one instruction give the sa
     // Three shards, each finding its own prefix, merged.
     bo.slots = 8;
     auto engine = make_batched_engine(model, bo);
+    // Planned 64 requests at a time: the prefix is computed once per window.
+    const BatchSummary windows = run_job(*model, *engine, in, dir / "windows.jsonl", {}, 64);
+    CHECK(windows.progress.prefixes == 4);
+    check_same(ref, results_by_id(dir / "windows.jsonl"), "planned in windows of 64");
     std::vector<std::string> files;
     long rows = 0;
     for (int i = 0; i < 3; ++i) {
