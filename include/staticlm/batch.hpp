@@ -271,7 +271,10 @@ public:
 // session's (made at the first scoring line), the prefix pool. The budget is
 // PrefixOptions::memory_budget, or this machine's memory.
 struct PrefixOptions {
-    int pool_tokens = -1;          // prefix pool in tokens: -1 = max_seq, 0 = no sharing
+    // The prefix pool in tokens: 0 = no sharing (the library's default: an
+    // engine fed without BatchJob's planning would not use it), -1 = max_seq
+    // (`staticlm batch`'s default).
+    int pool_tokens = 0;
     uint64_t memory_budget = 0;    // bytes for the caches and the pool; 0: physical memory
 };
 struct BatchMemory {

@@ -103,6 +103,13 @@ std::string story(int i) {
            " in the park.\nThe child feels";
 }
 
+// A prefix pool of max_seq tokens (`staticlm batch`'s default; the library's is none).
+PrefixOptions pool_of_max_seq() {
+    PrefixOptions p;
+    p.pool_tokens = -1;
+    return p;
+}
+
 BatchSummary run_job(const Model& model, BatchEngine& engine, const std::string& in, const std::string& out,
                      ShardSpec shard = {}, int plan_window = 4096) {
     BatchJobOptions o;
@@ -186,7 +193,7 @@ TEST_CASE("prefix sharing: 200 classifications under one instruction give the sa
 
     for (int slots : {1, 8, 32}) {
         bo.slots = slots;
-        auto engine = make_batched_engine(model, bo);  // the default pool: max_seq tokens
+        auto engine = make_batched_engine(model, bo, pool_of_max_seq());
         const std::string out = dir / ("on" + std::to_string(slots) + ".jsonl");
         const BatchSummary s = run_job(*model, *engine, in, out);
         check_same(ref, results_by_id(out), ("sharing on, slots " + std::to_string(slots)).c_str());
@@ -202,7 +209,7 @@ TEST_CASE("prefix sharing: 200 classifications under one instruction give the sa
 
     // Three shards, each finding its own prefix, merged.
     bo.slots = 8;
-    auto engine = make_batched_engine(model, bo);
+    auto engine = make_batched_engine(model, bo, pool_of_max_seq());
     // Planned 64 requests at a time: the prefix is computed once per window.
     const BatchSummary windows = run_job(*model, *engine, in, dir / "windows.jsonl", {}, 64);
     CHECK(windows.progress.prefixes == 4);
@@ -247,7 +254,7 @@ TEST_CASE("prefix sharing: greedy and seeded sampled generations are the same wi
     REQUIRE(ref.size() == 25);
     for (int slots : {1, 5}) {
         bo.slots = slots;
-        auto engine = make_batched_engine(model, bo);
+        auto engine = make_batched_engine(model, bo, pool_of_max_seq());
         const std::string out = dir / ("on" + std::to_string(slots) + ".jsonl");
         const BatchSummary s = run_job(*model, *engine, in, out);
         CHECK(s.progress.prefixes == 1);
@@ -321,7 +328,7 @@ TEST_CASE("prefix sharing on ring caches (sliding window), many threads: the eng
     std::vector<EngineRequest> reqs = ring_requests(vocab, 30, prefix);
     const auto ref = run_engine(*ref_engine, reqs);
 
-    auto engine = make_batched_engine(model, bo);
+    auto engine = make_batched_engine(model, bo, pool_of_max_seq());
     CHECK(engine->prefix_limit() == 38);  // the ring: window + largest bucket
     // As the job plans: the longest n whose rest is computed exactly.
     int sharing = 0;

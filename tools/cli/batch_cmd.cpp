@@ -245,6 +245,7 @@ int cmd_batch(const Args& a) {
     bo.slots = a.integer("slots", 16);
     if (bo.slots < 1) throw UsageError("--slots must be >= 1");
     PrefixOptions po;
+    po.pool_tokens = -1;  // --max-seq tokens unless --prefix-pool says otherwise
     if (a.has("prefix-pool")) {
         po.pool_tokens = a.integer("prefix-pool", 0);
         if (po.pool_tokens < 0) throw UsageError("--prefix-pool must be >= 0 tokens (0: no sharing)");
