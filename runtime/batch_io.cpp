@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -43,9 +44,7 @@ uint64_t splitmix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-std::string dump(const json& j) {
-    return j.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
-}
+std::string dump(const json& j) { return dump_json(j); }
 
 
 const char* json_type(const json& j) { return j.type_name(); }
@@ -59,16 +58,16 @@ std::string line_key(int64_t line) {
 }
 
 // An id as its canonical string: strings as they are, integers in decimal.
-// Returns false (with why) for anything else.
-bool canonical_id(const json& id, std::string& out, std::string& why) {
+// Returns false (with why) for anything else. `name`: the field, for messages.
+bool canonical_id(const json& id, std::string& out, std::string& why, const char* name = "id") {
     if (id.is_string()) {
         out = id.get<std::string>();
         if (out.empty()) {
-            why = "\"id\" is an empty string";
+            why = std::string("\"") + name + "\" is an empty string";
             return false;
         }
         if (out.size() > 1024) {
-            why = "\"id\" is longer than 1024 bytes";
+            why = std::string("\"") + name + "\" is longer than 1024 bytes";
             return false;
         }
         return true;
@@ -81,7 +80,7 @@ bool canonical_id(const json& id, std::string& out, std::string& why) {
         out = std::to_string(id.get<int64_t>());
         return true;
     }
-    why = std::string("\"id\" must be a string or an integer, got ") + json_type(id);
+    why = std::string("\"") + name + "\" must be a string or an integer, got " + json_type(id);
     return false;
 }
 
@@ -332,8 +331,22 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
                                            " (one JSON object per line)");
     }
     if (!j.is_object()) return fail(ErrorKind::format, std::string("not a JSON object but ") + json_type(j));
-    if (!j.contains("id")) return fail(ErrorKind::input, "no \"id\"");
     std::string why;
+    if (is_openai_request(j)) {  // {"custom_id", "method", "url", "body"}: mapped onto the fields below
+        if (!j.contains("custom_id")) return fail(ErrorKind::input, "no \"custom_id\" (an OpenAI batch request line)");
+        if (!j["custom_id"].is_string())
+            return fail(ErrorKind::input,
+                        std::string("\"custom_id\" must be a string, got ") + json_type(j["custom_id"]));
+        if (!canonical_id(j["custom_id"], r.id, why, "custom_id")) return fail(ErrorKind::input, why);
+        r.key = "=" + r.id;
+        r.id_json = dump(j["custom_id"]);
+        try {
+            j = openai_request_to_native(j);
+        } catch (const Error& e) {
+            return fail(e.kind(), e.what());
+        }
+    }
+    if (!j.contains("id")) return fail(ErrorKind::input, "no \"id\"");
     if (!canonical_id(j["id"], r.id, why)) return fail(ErrorKind::input, why);
     r.key = "=" + r.id;
     r.id_json = dump(j["id"]);
@@ -449,17 +462,6 @@ const char* finish_reason_name(FinishReason reason) {
 
 namespace {
 
-// The shortest text that reads back as the same float / double (so results
-// can be compared bit for bit); non-finite values (-inf: a token the model
-// gives probability 0) as JSON has no infinity: a very large negative number.
-template <typename T>
-void append_number(std::string& s, T x) {
-    if (!std::isfinite(x)) x = x > 0 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof(buf), x);
-    s.append(buf, res.ptr);
-}
-
 void append_token(std::string& s, int id, float logprob, const Tokenizer* tok) {
     s += "{\"token\":" + std::to_string(id);
     if (tok) s += ",\"piece\":" + dump(json(tok->piece(id)));
@@ -469,33 +471,23 @@ void append_token(std::string& s, int id, float logprob, const Tokenizer* tok) {
 
 }  // namespace
 
-std::string format_result_line(const BatchResult& r, const Tokenizer* tok) {
+std::string format_result_line(const BatchResult& r, const Tokenizer* tok, const ResultOptions& options) {
+    const std::string digest = digest_hex(result_digest_text(r));
+    if (options.format == ResultFormat::openai) return format_openai_result(r, tok, options, digest);
     const BatchRequest& q = *r.request;
     std::string s(kResultMarker);
     s += "\"id\":" + q.id_json;
     s += ",\"line\":" + std::to_string(q.line);
     s += ",\"finish_reason\":\"";
     s += finish_reason_name(r.finish);
-    s += '"';
+    s += "\",\"digest\":\"" + digest + '"';
     if (r.finish == FinishReason::error) {
         s += ",\"error\":{\"kind\":\"";
         s += error_kind_name(r.error_kind);
         s += "\",\"message\":" + dump(json(r.error)) + "}";
     } else if (r.finish == FinishReason::scored) {
-        s += ",\"scores\":[";
-        size_t best = 0;
-        for (size_t i = 0; i < r.scores.size(); ++i) {
-            const ContinuationScore& c = r.scores[i];
-            if (c.logprob > r.scores[best].logprob) best = i;
-            s += i ? ",{\"text\":" : "{\"text\":";
-            s += dump(json(i < q.score.size() ? q.score[i] : std::string()));
-            s += ",\"logprob\":";
-            append_number(s, c.logprob);
-            s += ",\"tokens\":" + std::to_string(c.tokens);
-            s += c.greedy ? ",\"greedy\":true}" : ",\"greedy\":false}";
-        }
-        s += ']';
-        if (q.choices && best < q.score.size()) s += ",\"choice\":" + dump(json(q.score[best]));
+        s += ',';
+        append_scores(s, r);
         s += ",\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
         char timing[128];
         std::snprintf(timing, sizeof(timing), ",\"timing\":{\"total_ms\":%.3f}", r.total_seconds * 1e3);
@@ -581,7 +573,10 @@ ResultsScan scan_results(const std::filesystem::path& file, size_t max_line_byte
             if (j.is_discarded() || !j.is_object()) throw refuse("is not a JSON object");
             ResultLine r;
             std::string id, why;
-            const json& idv = j.contains("id") ? j["id"] : json();
+            // OpenAI-shape lines: "id" is the batch request's own, "custom_id" the request's.
+            r.format = j.contains("custom_id") ? ResultFormat::openai : ResultFormat::native;
+            const char* id_field = r.format == ResultFormat::openai ? "custom_id" : "id";
+            const json& idv = j.contains(id_field) ? j[id_field] : json();
             if (idv.is_null()) {
                 if (!j.contains("line") || !j["line"].is_number_integer())
                     throw refuse("has neither an id nor an input line");
@@ -591,7 +586,11 @@ ResultsScan scan_results(const std::filesystem::path& file, size_t max_line_byte
             } else {
                 throw refuse("has an invalid id");
             }
-            r.error = j.contains("finish_reason") && j["finish_reason"] == "error";
+            r.error = r.format == ResultFormat::openai
+                          ? j.contains("error") && !j["error"].is_null()
+                          : j.contains("finish_reason") && j["finish_reason"] == "error";
+            if (j.contains("digest") && j["digest"].is_string()) r.digest = j["digest"].get<std::string>();
+            r.content_digest = content_digest(j, r.format);
             r.text = std::move(line.text);
             scan.lines.push_back(std::move(r));
             scan.good_bytes = size_t(line.end);
@@ -603,7 +602,8 @@ ResultsScan scan_results(const std::filesystem::path& file, size_t max_line_byte
     return scan;
 }
 
-ResultsWriter::ResultsWriter(const std::string& path, SyncPolicy sync, size_t max_line_bytes)
+ResultsWriter::ResultsWriter(const std::string& path, SyncPolicy sync, size_t max_line_bytes,
+                             ResultFormat format)
     : path_(path), sync_(sync), last_sync_(now_seconds()) {
     if (path == "-") {
         fd_ = STDOUT_FILENO;
@@ -622,7 +622,16 @@ ResultsWriter::ResultsWriter(const std::string& path, SyncPolicy sync, size_t ma
                                                 ? std::string("another process is writing it (locked)")
                                                 : "cannot lock: " + errno_text()));
         const ResultsScan scan = scan_results(path, max_line_bytes);
-        for (size_t i = 0; i < scan.lines.size(); ++i) done_.emplace(scan.lines[i].key, int(i) + 1);
+        for (size_t i = 0; i < scan.lines.size(); ++i) {
+            if (scan.lines[i].format != format)
+                throw Error(ErrorKind::config,
+                            path + ": line " + std::to_string(i + 1) + " is in --format " +
+                                result_format_name(scan.lines[i].format) +
+                                " and this run writes --format " + result_format_name(format) +
+                                ": one shape per file; resume with --format " +
+                                result_format_name(scan.lines[i].format) + " or give another --output");
+            done_.emplace(scan.lines[i].key, int(i) + 1);
+        }
         if (scan.torn_bytes > 0) {
             if (::ftruncate(fd_, off_t(scan.good_bytes)) != 0)
                 throw Error(ErrorKind::io, path + ": cannot cut its torn last line: " + errno_text());
@@ -690,6 +699,7 @@ MergeSummary merge_results(const std::string& input, const std::vector<std::stri
     };
     std::vector<ResultsScan> scans;
     std::unordered_map<std::string, Where> found;
+    std::optional<Where> first_format;  // the first result: every other must have its shape
     for (size_t i = 0; i < shards.size(); ++i) {
         if (!std::filesystem::exists(shards[i]))
             throw Error(ErrorKind::io, shards[i] + ": shard file not found");
@@ -701,6 +711,15 @@ MergeSummary merge_results(const std::string& input, const std::vector<std::stri
                                               " bytes): that shard was interrupted; rerun it with "
                                               "the same --output to finish it");
         for (size_t l = 0; l < sc.lines.size(); ++l) {
+            if (!first_format) first_format = Where{i, l};
+            const ResultLine& first = scans[first_format->shard].lines[first_format->line];
+            if (sc.lines[l].format != first.format)
+                throw Error(ErrorKind::input, shards[i] + " line " + std::to_string(l + 1) + " is in --format " +
+                                                  result_format_name(sc.lines[l].format) + ", " +
+                                                  shards[first_format->shard] + " line " +
+                                                  std::to_string(first_format->line + 1) + " in --format " +
+                                                  result_format_name(first.format) +
+                                                  ": the shards were run with different --format");
             const auto [it, fresh] = found.emplace(sc.lines[l].key, Where{i, l});
             if (!fresh)
                 throw Error(ErrorKind::input,

@@ -690,7 +690,7 @@ BatchJob::BatchJob(BatchJobOptions options) : impl_(std::make_unique<Impl>()) {
     j.input_lines = int(all.size());
     for (BatchRequest& r : all)
         if (shard_of_key(r.key, shard.count) == shard.index) j.requests.push_back(std::move(r));
-    j.writer.emplace(j.options.output, j.options.sync, j.options.limits.max_line_bytes);
+    j.writer.emplace(j.options.output, j.options.sync, j.options.limits.max_line_bytes, j.options.result.format);
     for (size_t i = 0; i < j.requests.size(); ++i)
         if (!j.writer->done(j.requests[i].key)) j.pending.push_back(i);
 }
@@ -737,7 +737,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
         if (j.options.progress) j.options.progress(p);
     };
     auto write = [&](const BatchResult& r) {
-        j.writer->append(format_result_line(r, tok));
+        j.writer->append(format_result_line(r, tok, j.options.result));
         ++p.done;
         p.errors += r.finish == FinishReason::error;
         p.generated_tokens += long(r.tokens.size());

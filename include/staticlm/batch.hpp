@@ -69,6 +69,9 @@ struct BatchRequest {
 
 // Never throws on bad input: malformed JSON, a missing/invalid id, unknown
 // fields, fields of the wrong type or range give a request with `failed`.
+// Each line is read in the shape it has: a line with "custom_id" or "body" is
+// an OpenAI batch request ({"custom_id", "method", "url", "body": {chat
+// completion fields}}), mapped onto the same fields (docs/BATCH.md).
 BatchRequest parse_request(std::string_view line, int line_no, const RequestDefaults& defaults,
                            const RequestLimits& limits = {});
 
@@ -108,6 +111,19 @@ inline constexpr std::string_view kResultMarker = "{\"staticlm_batch\":1,";
 enum class FinishReason { stop, length, capacity, error, scored };
 const char* finish_reason_name(FinishReason reason);
 
+// The shape of result lines: staticlm's own, or OpenAI's batch output
+// ({"custom_id", "response": {"status_code", "body": chat.completion}, "error"}).
+// Both start with kResultMarker and carry "line" and "digest".
+enum class ResultFormat { native, openai };
+// "native" / "openai"; throws Error(config) for anything else.
+ResultFormat parse_result_format(std::string_view name);
+const char* result_format_name(ResultFormat format);
+
+struct ResultOptions {
+    ResultFormat format = ResultFormat::native;
+    std::string model = "staticlm";  // "model" of OpenAI response bodies
+};
+
 struct BatchResult {
     const BatchRequest* request = nullptr;
     FinishReason finish = FinishReason::error;
@@ -128,8 +144,17 @@ struct BatchResult {
 };
 
 // One complete line, '\n' included (the marker first, then id, finish_reason,
-// ...). `tokenizer` gives the "piece" of each token of "logprobs" (omitted without one).
-std::string format_result_line(const BatchResult& result, const Tokenizer* tokenizer = nullptr);
+// ...). `tokenizer` gives the "piece" of each token of "logprobs" (omitted
+// without one), and the token text and bytes of OpenAI logprobs.
+std::string format_result_line(const BatchResult& result, const Tokenizer* tokenizer = nullptr,
+                               const ResultOptions& options = {});
+
+// What a result's digest covers, as text: "<finish_reason>:<id>,<id>,..." for
+// a generation (the generated ids), "scored:<best>:<tokens>/<greedy 0|1>,..."
+// for a scoring line, "error:<kind>" for an error. The digest is FNV-1a 64 of
+// that text as 16 lowercase hex digits: equal digests, equal outputs.
+std::string result_digest_text(const BatchResult& result);
+std::string digest_hex(std::string_view digest_text);
 
 // When results reach the disk: every line (fdatasync after each), at most
 // every `seconds`, or only at the end. Each line is one write() in any case,
@@ -145,6 +170,9 @@ struct ResultLine {
     std::string key;
     std::string text;  // the line without its newline
     bool error = false;  // finish_reason "error"
+    ResultFormat format = ResultFormat::native;
+    std::string digest;       // the "digest" it carries ("" for lines written before digests)
+    std::string content_digest;  // the digest of what it holds (tokens, scores, error kind)
 };
 
 // Reads a results file. Throws Error(format) naming the file and line when a
@@ -163,7 +191,9 @@ ResultsScan scan_results(const std::filesystem::path& file, size_t max_line_byte
 // refuses a second writer.
 class ResultsWriter {
 public:
-    ResultsWriter(const std::string& path, SyncPolicy sync, size_t max_line_bytes);
+    // A file whose lines are in the other ResultFormat is refused (one shape per file).
+    ResultsWriter(const std::string& path, SyncPolicy sync, size_t max_line_bytes,
+                  ResultFormat format = ResultFormat::native);
     ~ResultsWriter();
     ResultsWriter(const ResultsWriter&) = delete;
     ResultsWriter& operator=(const ResultsWriter&) = delete;
@@ -329,6 +359,7 @@ struct BatchJobOptions {
     std::string input = "-";   // JSONL path, "-" for stdin
     std::string output = "-";  // results path (already the shard's), "-" for stdout
     ShardSpec shard;
+    ResultOptions result;  // the shape of result lines
     RequestDefaults defaults;
     RequestLimits limits;
     SyncPolicy sync;
@@ -407,5 +438,24 @@ struct MergeSummary {
 };
 MergeSummary merge_results(const std::string& input, const std::vector<std::string>& shards,
                            const std::string& output, const RequestLimits& limits = {});
+
+// Compares two runs of the same input by digest: `ours` and `theirs` are each
+// one results file or the shard files of one run (either ResultFormat). Every
+// line's digest is checked against what the line holds first (a line edited
+// by hand or damaged is "altered"). Throws Error for a file that cannot be
+// read, is not a results file, or holds an id twice.
+struct VerifyReport {
+    int requests = 0;  // in the input
+    int same = 0;
+    std::vector<std::string> differ;         // ids (as keys: "=id" / "#line") with different digests
+    std::vector<std::string> missing_ours;   // with no result in `ours`
+    std::vector<std::string> missing_theirs;
+    std::vector<std::string> altered;        // "FILE line N: ..." lines whose digest does not match them
+    bool ok() const {
+        return differ.empty() && missing_ours.empty() && missing_theirs.empty() && altered.empty();
+    }
+};
+VerifyReport verify_results(const std::string& input, const std::vector<std::string>& ours,
+                            const std::vector<std::string>& theirs, const RequestLimits& limits = {});
 
 }  // namespace staticlm

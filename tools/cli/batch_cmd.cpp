@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "staticlm/batch.hpp"
@@ -209,9 +210,41 @@ int cmd_merge(const Args& a) {
     return 0;
 }
 
+// --verify-against OTHER: compares --output (or its shard files) with OTHER by
+// digest; prints one line per id that differs or is missing, exit 1 if any.
+int cmd_verify_against(const Args& a) {
+    if (!a.has("input") || !a.has("output"))
+        throw UsageError("batch --verify-against needs --input FILE and --output FILE (the run to check)");
+    if (a.has("merge")) throw UsageError("give --merge or --verify-against, not both");
+    std::vector<std::string> ours;
+    const int n = a.has("shards") ? a.integer("shards", 0) : 1;
+    if (n < 1) throw UsageError("--shards must be >= 1");
+    for (int i = 0; i < n; ++i) ours.push_back(shard_output_path(a.str("output"), {i, n}));
+    const std::string other = a.str("verify-against");
+    RequestLimits limits;
+    limits.max_line_bytes = size_t(a.integer("max-line-bytes", int(limits.max_line_bytes)));
+    const VerifyReport r = verify_results(a.str("input"), ours, {other}, limits);
+    auto name = [](const std::string& key) {
+        return key[0] == '=' ? "id '" + key.substr(1) + "'" : "input line " + key.substr(1);
+    };
+    const std::string mine = n > 1 ? a.str("output") + " (" + std::to_string(n) + " shards)" : a.str("output");
+    for (const std::string& k : r.differ) std::printf("differ: %s\n", name(k).c_str());
+    for (const std::string& k : r.missing_ours) std::printf("missing: %s has no result in %s\n", name(k).c_str(), mine.c_str());
+    for (const std::string& k : r.missing_theirs)
+        std::printf("missing: %s has no result in %s\n", name(k).c_str(), other.c_str());
+    for (const std::string& l : r.altered) std::printf("bad line: %s\n", l.c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "staticlm batch: verify %s against %s: %d requests, %d same, %zu differ, %zu missing, %zu bad lines%s\n",
+                 mine.c_str(), other.c_str(), r.requests, r.same, r.differ.size(),
+                 r.missing_ours.size() + r.missing_theirs.size(), r.altered.size(), r.ok() ? "" : " (FAILED)");
+    return r.ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_batch(const Args& a) {
+    if (a.has("verify-against")) return cmd_verify_against(a);
     if (a.has("merge")) return cmd_merge(a);
     if (!a.positional().empty()) throw UsageError("batch takes no positional arguments (did you mean --merge?)");
     if (!a.has("input") || !a.has("output"))
@@ -221,6 +254,16 @@ int cmd_batch(const Args& a) {
     o.input = a.str("input");
     o.shard = shard_from(a);
     o.output = shard_output_path(a.str("output"), o.shard);
+    try {
+        o.result.format = parse_result_format(a.str("format", "native"));
+    } catch (const Error& e) {
+        throw UsageError(std::string("--") + e.what());
+    }
+    {  // "model" of OpenAI response bodies: the model file or directory name
+        std::filesystem::path m = a.str("model");
+        if (!m.has_filename()) m = m.parent_path();
+        if (!m.filename().empty()) o.result.model = m.filename().string();
+    }
     // Sampling and session defaults come from the model (generation_config.json,
     // its trained context), so the model loads before the job reads its files.
     auto model = load_model_from_args(a);

@@ -114,6 +114,8 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"date", "", "TEXT", "the date Llama 3 templates print", "26 Jul 2024"},
                 {"thinking", "", "on|off", "enable_thinking of chat requests that do not set it (Qwen3)", "on"},
                 {"merge", "", "", "merge shard outputs into --output", ""},
+                {"format", "", "native|openai", "shape of result lines (openai: OpenAI's batch output)", "native"},
+                {"verify-against", "", "FILE", "compare --output (or its --shards N files) with FILE by digest; no model", ""},
                 {"quiet", "", "", "no progress on stderr", ""},
             } +
             load_flags() + session_flags() + sampling_flags() + generation_flags(256),
