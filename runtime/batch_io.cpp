@@ -480,7 +480,7 @@ std::string format_result_line(const BatchResult& r, const Tokenizer* tok, const
     s += ",\"line\":" + std::to_string(q.line);
     s += ",\"finish_reason\":\"";
     s += finish_reason_name(r.finish);
-    s += "\",\"digest\":\"" + digest + '"';
+    s += '"';
     if (r.finish == FinishReason::error) {
         s += ",\"error\":{\"kind\":\"";
         s += error_kind_name(r.error_kind);
@@ -530,7 +530,7 @@ std::string format_result_line(const BatchResult& r, const Tokenizer* tok, const
         s += timing;
     }
     if (!q.meta_json.empty()) s += ",\"meta\":" + q.meta_json;
-    s += "}\n";
+    s += ",\"digest\":\"" + digest + "\"}\n";  // last: the fields before it keep their places
     return s;
 }
 

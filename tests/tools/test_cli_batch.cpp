@@ -392,3 +392,177 @@ TEST_CASE("batch: stdin/stdout, and shards from Slurm and Kubernetes variables")
     CHECK(read_file(err).find("give --shards N") != std::string::npos);
     CHECK(run(batch_args(in, base), "", "", err, {"SLURM_ARRAY_TASK_ID=5", "SLURM_ARRAY_TASK_COUNT=3"}) == 2);
 }
+
+namespace {
+
+// custom_id -> result of an OpenAI-shape results file, checking that no id appears twice.
+std::map<std::string, json> openai_results(const std::string& file) {
+    std::map<std::string, json> out;
+    std::istringstream in(read_file(file));
+    std::string line;
+    while (std::getline(in, line)) {
+        CHECK(line.rfind("{\"staticlm_batch\":1,", 0) == 0);
+        const json j = json::parse(line);
+        const std::string id = j["custom_id"].is_string() ? j["custom_id"].get<std::string>() : cat("#", j["line"].dump());
+        CHECK_MESSAGE(out.count(id) == 0, "duplicate result for " << id << " in " << file);
+        out[id] = j;
+    }
+    return out;
+}
+
+// Bytes of an OpenAI logprobs "bytes" array as a string.
+std::string bytes_of(const json& a) {
+    std::string s;
+    for (const json& b : a) s += char(b.get<int>());
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("batch: OpenAI batch files in, --format openai out, resumed and sharded; --verify-against") {
+    if (!ready()) return;
+    TempDir dir;
+    // 60 OpenAI-shape requests from the story prompts: greedy, sampled (seeds
+    // from the custom_ids), some with logprobs; two bad lines among them.
+    std::vector<json> reqs;
+    const std::vector<json> stories = story_requests();
+    for (size_t k = 0; k < 60; ++k) {
+        const json& s = stories[k * 3];
+        json body = {{"model", "gpt-4o-mini"},
+                     {"messages", {{{"role", "user"}, {"content", s["prompt"]}}}},
+                     {"max_tokens", 4 + int(k % 12)}};
+        if (k % 2 == 0) body["temperature"] = 0;
+        if (k % 5 == 0) body["logprobs"] = true, body["top_logprobs"] = int(k % 4);
+        if (k == 17) body["n"] = 2;
+        if (k == 31)
+            body["response_format"] = {{"type", "json_schema"},
+                                       {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}};
+        reqs.push_back({{"custom_id", s["id"]}, {"method", "POST"}, {"url", "/v1/chat/completions"}, {"body", body}});
+    }
+    const std::string in = dir / "openai.jsonl", err = dir / "err.txt";
+    write_file(in, jsonl(reqs));
+
+    const std::string a = dir / "a.jsonl";
+    REQUIRE(run(batch_args(in, a, {"--slots", "1", "--format", "openai"}), "", "", err) == 0);
+    const auto ra = openai_results(a);
+    REQUIRE(ra.size() == 60);
+    // The same file in staticlm's own shape: the same outputs, the same digests.
+    const std::string native = dir / "native.jsonl";
+    REQUIRE(run(batch_args(in, native, {"--slots", "8"}), "", "", err) == 0);
+    const auto rn = results(native);
+    REQUIRE(rn.size() == 60);
+    int with_logprobs = 0;
+    for (const json& q : reqs) {
+        const std::string id = q["custom_id"];
+        const json& o = ra.at(id);
+        const json& n = rn.at(id);
+        CHECK(o["digest"] == n["digest"]);
+        CHECK(o["id"].get<std::string>().rfind("batch_req_", 0) == 0);
+        if (id == reqs[17]["custom_id"] || id == reqs[31]["custom_id"]) {
+            CHECK(o["response"].is_null());
+            CHECK(o["error"]["code"] == "input");
+            CHECK(n["finish_reason"] == "error");
+            continue;
+        }
+        REQUIRE_MESSAGE(o["error"].is_null(), o.dump());
+        const json& resp = o["response"];
+        CHECK(resp["status_code"] == 200);
+        const json& body = resp["body"];
+        CHECK(body["object"] == "chat.completion");
+        CHECK(body["model"] == "stories260K-hf");
+        const json& choice = body["choices"][0];
+        CHECK(choice["message"]["role"] == "assistant");
+        CHECK(choice["message"]["content"] == n["text"]);
+        CHECK(choice["finish_reason"] == (n["finish_reason"] == "stop" ? "stop" : "length"));
+        CHECK(o["staticlm"]["tokens"] == n["tokens"]);
+        CHECK(o["staticlm"]["seed"] == n["seed"]);
+        CHECK(body["usage"]["completion_tokens"] == n["tokens"].size());
+        CHECK(body["usage"]["prompt_tokens"] == n["prompt_tokens"]);
+        CHECK(body["usage"]["total_tokens"] == n["tokens"].size() + n["prompt_tokens"].get<size_t>());
+        if (!q["body"].contains("logprobs")) {
+            CHECK(choice["logprobs"].is_null());
+            continue;
+        }
+        ++with_logprobs;
+        // Per token: the native log-probability; the tokens' bytes spell the text.
+        const json& content = choice["logprobs"]["content"];
+        REQUIRE(content.size() == n["logprobs"].size());
+        std::string spelled;
+        for (size_t t = 0; t < content.size(); ++t) {
+            CHECK(content[t]["logprob"] == n["logprobs"][t]["logprob"]);
+            CHECK(content[t]["top_logprobs"].size() == q["body"]["top_logprobs"].get<size_t>());
+            for (size_t k = 0; k < content[t]["top_logprobs"].size(); ++k)
+                CHECK(content[t]["top_logprobs"][k]["logprob"] == n["logprobs"][t]["top"][k]["logprob"]);
+            const std::string tb = bytes_of(content[t]["bytes"]);
+            if (std::all_of(tb.begin(), tb.end(), [](char c) { return c > 0; }))  // whole characters
+                CHECK(content[t]["token"].get<std::string>() == tb);
+            spelled += bytes_of(content[t]["bytes"]);
+        }
+        // The text leaves out the space of a first SentencePiece piece, as decode() does.
+        const std::string text = n["text"];
+        if (n["finish_reason"] == "length")
+            CHECK_MESSAGE((spelled == text || spelled == " " + text), id << ": " << json(spelled).dump());
+    }
+    CHECK(with_logprobs == 12);
+
+    // Batch size 8 and two shards: verify passes against the one-slot run and the native run.
+    const std::string b = dir / "b.jsonl";
+    REQUIRE(run(batch_args(in, b, {"--slots", "8", "--shard", "0/2", "--format", "openai"}), "", "", err) == 0);
+    REQUIRE(run(batch_args(in, b, {"--slots", "8", "--shard", "1/2", "--format", "openai"}), "", "", err) == 0);
+    CHECK(run({"batch", "--input", in, "--output", b, "--shards", "2", "--verify-against", a}, "", dir / "v.txt", err) == 0);
+    CHECK(read_file(dir / "v.txt").empty());
+    CHECK(read_file(err).find("60 requests, 60 same, 0 differ, 0 missing, 0 bad lines") != std::string::npos);
+    CHECK(run({"batch", "--input", in, "--output", native, "--verify-against", a}, "", "", err) == 0);
+    // Merged in input order, still OpenAI lines.
+    REQUIRE(run({"batch", "--merge", "--input", in, "--output", dir / "merged.jsonl", dir / "b.0-of-2.jsonl",
+                 dir / "b.1-of-2.jsonl"}, "", "", err) == 0);
+    CHECK(openai_results(dir / "merged.jsonl").size() == 60);
+
+    // Resume: the first 20 results and a torn line; the rest is run again.
+    {
+        std::istringstream lines(read_file(a));
+        std::string l, head;
+        for (int i = 0; i < 20 && std::getline(lines, l); ++i) head += l + "\n";
+        std::getline(lines, l);
+        write_file(dir / "c.jsonl", head + l.substr(0, l.size() / 2));
+    }
+    REQUIRE(run(batch_args(in, dir / "c.jsonl", {"--format", "openai"}), "", "", err) == 0);
+    const auto rc = openai_results(dir / "c.jsonl");
+    CHECK(rc.size() == 60);
+    for (const auto& [id, j] : ra) CHECK_MESSAGE(rc.at(id)["digest"] == j["digest"], id);
+    // One shape per file: a native run does not append to it.
+    CHECK(run(batch_args(in, dir / "c.jsonl"), "", "", err) == 1);
+    CHECK(read_file(err).find("is in --format openai and this run writes --format native") != std::string::npos);
+    CHECK(run(batch_args(in, dir / "c.jsonl", {"--format", "xml"}), "", "", err) == 2);
+
+    // Hand-altered results: a different output (tokens and digest agree) is
+    // reported as differing; a digest that does not match its line as a bad line.
+    std::string altered_text;
+    const std::string diff_id = reqs[4]["custom_id"], bad_id = reqs[9]["custom_id"];
+    std::istringstream a_lines(read_file(a));
+    for (std::string l; std::getline(a_lines, l);) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::parse(l);  // the marker stays first
+        const std::string id = j["custom_id"];
+        if (id == diff_id) {
+            j["staticlm"]["tokens"].push_back(5);
+            std::string t = j["staticlm"]["finish_reason"].get<std::string>();
+            for (size_t i = 0; i < j["staticlm"]["tokens"].size(); ++i) {
+                t += i ? ',' : ':';
+                t += j["staticlm"]["tokens"][i].dump();
+            }
+            j["digest"] = staticlm::digest_hex(t);
+        }
+        if (id == bad_id) j["digest"] = "0123456789abcdef";
+        altered_text += j.dump() + "\n";
+    }
+    write_file(dir / "altered.jsonl", altered_text);
+    CHECK(run({"batch", "--input", in, "--output", dir / "altered.jsonl", "--verify-against", b}, "", dir / "v.txt",
+              err) == 1);  // b.jsonl itself does not exist (its run was sharded)
+    CHECK(read_file(err).find("b.jsonl: results file not found") != std::string::npos);
+    CHECK(run({"batch", "--input", in, "--output", dir / "altered.jsonl", "--verify-against", dir / "merged.jsonl"}, "",
+              dir / "v.txt", err) == 1);
+    const std::string report = read_file(dir / "v.txt");
+    CHECK_MESSAGE(report.find("differ: id '" + diff_id + "'\n") != std::string::npos, report);
+    CHECK_MESSAGE(report.find("id '" + bad_id + "' carries digest 0123456789abcdef") != std::string::npos, report);
+    CHECK(read_file(err).find("60 requests, 58 same, 1 differ, 0 missing, 1 bad lines (FAILED)") != std::string::npos);
+}
