@@ -329,6 +329,8 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
     } catch (const json::parse_error& e) {
         return fail(ErrorKind::format, "malformed JSON at byte " + std::to_string(e.byte) +
                                            " (one JSON object per line)");
+    } catch (const json::exception& e) {  // out_of_range 406: a number beyond a double
+        return fail(ErrorKind::format, std::string("unreadable JSON: ") + e.what());
     }
     if (!j.is_object()) return fail(ErrorKind::format, std::string("not a JSON object but ") + json_type(j));
     std::string why;

@@ -167,6 +167,9 @@ TEST_CASE("openai batch lines: every bad line is a clear error naming the line a
                                   R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}})"),
                "response_format json_schema is not supported yet");
     expect_bad(R"({"custom_id":"a","body":{)", "malformed JSON", ErrorKind::format);
+    // A number beyond a double (found by fuzz/fuzz_batch.cpp): an error, not an escaped exception.
+    expect_bad(line(R"("a")", "{" + kMessages + R"(,"max_tokens":2798e6183})"), "number overflow", ErrorKind::format);
+    expect_bad(R"({"id":"a","prompt":"x","n_predict":-1e400})", "number overflow", ErrorKind::format);
     expect_bad(R"({"custom_id":"a","body":)" + std::string(40, '[') + std::string(40, ']') + "}", "nested deeper",
                ErrorKind::format);
     // A failed line keeps its custom_id: its error result is keyed by it (resume skips it).
