@@ -41,9 +41,9 @@ int64_t integer(const std::string& field, const json& v, int64_t lo, int64_t hi)
     return v.get<int64_t>();
 }
 
-double number(const std::string& field, const json& v, double lo, double hi, bool open_lo) {
-    const std::string must = std::string("a number in ") + (open_lo ? "(" : "[") + std::to_string(lo).substr(0, 3) +
-                             ", " + std::to_string(hi).substr(0, 3) + "]";
+// A number in [lo, hi] ((lo, hi] with open_lo); `range` says which for the message.
+double number(const std::string& field, const json& v, double lo, double hi, bool open_lo, const char* range) {
+    const std::string must = std::string("a number in ") + range;
     if (!v.is_number()) bad(field, must, v);
     const double d = v.get<double>();
     if (!(open_lo ? d > lo : d >= lo) || !(d <= hi)) bad(field, must, v);
@@ -153,9 +153,9 @@ json openai_request_to_native(const json& line) {
             max_field = k == "max_tokens" ? "max_tokens" : "max_completion_tokens";
             out["n_predict"] = integer(at, v, 0, int64_t(1) << 30);
         } else if (k == "temperature") {
-            out[k] = number(at, v, 0, 2, false);  // OpenAI's range
+            out[k] = number(at, v, 0, 2, false, "[0, 2]");  // OpenAI's range
         } else if (k == "top_p") {
-            out[k] = number(at, v, 0, 1, true);
+            out[k] = number(at, v, 0, 1, true, "(0, 1]");
         } else if (one_of(k, {"seed", "stop", "top_k", "min_p", "repetition_penalty", "enable_thinking", "hide_thinking"})) {
             out[k] = v;  // checked by the request reader, as on a native line
         } else if (k == "logprobs") {

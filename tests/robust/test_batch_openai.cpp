@@ -146,10 +146,10 @@ TEST_CASE("openai batch lines: every bad line is a clear error naming the line a
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"max_tokens":-1})"), "\"body.max_tokens\" must be an integer in [0, 1073741824]");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"max_tokens":2.5})"), "\"body.max_tokens\"");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"max_tokens":5,"max_completion_tokens":5})"), "not both");
-    expect_bad(line(R"("a")", "{" + kMessages + R"(,"temperature":2.5})"), "\"body.temperature\" must be a number in [0");
+    expect_bad(line(R"("a")", "{" + kMessages + R"(,"temperature":2.5})"), "\"body.temperature\" must be a number in [0, 2]");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"temperature":-1})"), "\"body.temperature\"");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"temperature":"hot"})"), "\"body.temperature\"");
-    expect_bad(line(R"("a")", "{" + kMessages + R"(,"top_p":0})"), "\"body.top_p\"");
+    expect_bad(line(R"("a")", "{" + kMessages + R"(,"top_p":0})"), "\"body.top_p\" must be a number in (0, 1]");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"seed":-2})"), "\"seed\"");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"stop":[3]})"), "\"stop[0]\" must be a string");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"logprobs":1})"), "\"body.logprobs\" must be true or false");

@@ -92,10 +92,12 @@ std::map<std::string, CommandSpec> make_specs() {
         ""};
     m["batch"] = {
         "batch", "batch -m DIR --input F.jsonl --output F.jsonl [--shard I/N | --shards N] [flags]\n"
-                 "       staticlm batch --merge --input F.jsonl --output F.jsonl [--shards N | SHARD_FILES...]",
-        "Runs every request of a JSONL file ({\"id\": ..., \"prompt\": ...} or \"messages\") and writes one\n"
-        "result line per request; a killed run resumes from its output. Shards split the file for job\n"
-        "arrays (Slurm, Kubernetes Indexed Jobs); --merge joins them in input order. See docs/BATCH.md.",
+                 "       staticlm batch --merge --input F.jsonl --output F.jsonl [--shards N | SHARD_FILES...]\n"
+                 "       staticlm batch --input F.jsonl --output F.jsonl [--shards N] --verify-against OTHER.jsonl",
+        "Runs every request of a JSONL file ({\"id\": ..., \"prompt\": ...} or \"messages\", or OpenAI batch\n"
+        "lines) and writes one result line per request; a killed run resumes from its output. Shards split\n"
+        "the file for job arrays (Slurm, Kubernetes Indexed Jobs); --merge joins them in input order;\n"
+        "--verify-against compares two runs by the digests of their results. See docs/BATCH.md.",
         model_flags() +
             std::vector<FlagSpec>{
                 {"input", "", "FILE", "requests, one JSON object per line ('-': stdin)", ""},
