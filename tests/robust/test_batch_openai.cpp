@@ -2,7 +2,9 @@
 // the mapping of a request line onto staticlm's fields, every bad OpenAI line
 // a per-line error that leaves the other lines alone, the OpenAI result shape
 // read back by resume, the per-result digest (FNV-1a 64 values computed by
-// hand with Python) and verify_results on hand-made files.
+// hand with Python) and verify_results on hand-made files; the bytes of OpenAI
+// logprobs tokens on the Llama 3 and Gemma 3 tokenizers (expected bytes from
+// transformers and GPT-2's byte table).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "staticlm/batch.hpp"
+#include "staticlm/tokenizer.hpp"
+#include "tests/support.hpp"
 
 using namespace staticlm;
 namespace fs = std::filesystem;
@@ -371,4 +375,54 @@ TEST_CASE("verify_results: same, differ, missing, and a line edited by hand") {
     // The same id twice on one side is an error, as in merge.
     CHECK_THROWS_WITH_AS(verify_results(dir / "in.jsonl", {dir / "one.jsonl", dir / "two.jsonl"}, {dir / "two.jsonl"}),
                          doctest::Contains("id 'c' has two results"), Error);
+}
+
+TEST_CASE("openai logprobs: token bytes on byte-level BPE (Llama 3) and byte-fallback (Gemma 3) vocabularies") {
+    if (!staticlm::test::have_shared_data("tokenizers")) return;
+    // Expected bytes: transformers' tokens mapped through GPT-2's byte table
+    // (Llama 3), or the piece with U+2581 as a space / the fallback byte (Gemma 3).
+    struct Case {
+        const char* tokenizer;
+        std::vector<std::pair<int, std::vector<int>>> tokens;  // id, bytes
+    };
+    const Case cases[] = {
+        {"llama3-tokenizer",
+         {{279, {32, 116, 104, 101}},                // "Ġthe"
+          {53050, {32, 99, 97, 102, 195, 169}},      // "ĠcafÃ©": " café"
+          {9468, {240, 159}},                        // "ðŁ": the first half of an emoji
+          {378, {226, 128}},                         // "âĢ"
+          {198, {10}},                               // "Ċ"
+          {128009, {60, 124, 101, 111, 116, 95, 105, 100, 124, 62}}}},  // <|eot_id|>: its spelling
+        {"gemma3-tokenizer",
+         {{506, {32, 116, 104, 101}},                // "▁the"
+          {33443, {32, 99, 97, 102, 195, 169}},      // "▁café"
+          {464, {226}},                              // "<0xE2>"
+          {107, {10}},                               // "\n"
+          {106, {60, 101, 110, 100, 95, 111, 102, 95, 116, 117, 114, 110, 62}}}},  // <end_of_turn>
+    };
+    for (const Case& c : cases) {
+        INFO(c.tokenizer);
+        const auto tok = load_tokenizer(staticlm::test::shared_data() / c.tokenizer, /*prefer_json=*/true);
+        const BatchRequest q = request("t", 1);
+        BatchResult r;
+        r.request = &q;
+        r.finish = FinishReason::length;
+        r.has_logprobs = true;
+        r.top_n = 1;
+        for (const auto& [id, bytes] : c.tokens) {
+            r.tokens.push_back(id);
+            r.logprobs.push_back(-1.0f);
+            r.top_logprobs.push_back({id, -1.0f});
+        }
+        ResultOptions o;
+        o.format = ResultFormat::openai;
+        const json j = json::parse(format_result_line(r, tok.get(), o));
+        const json& content = j["response"]["body"]["choices"][0]["logprobs"]["content"];
+        REQUIRE(content.size() == c.tokens.size());
+        for (size_t i = 0; i < c.tokens.size(); ++i) {
+            INFO("token " << c.tokens[i].first);
+            CHECK(content[i]["bytes"] == json(c.tokens[i].second));
+            CHECK(content[i]["top_logprobs"][0]["bytes"] == json(c.tokens[i].second));
+        }
+    }
 }
