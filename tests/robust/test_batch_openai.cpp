@@ -372,6 +372,13 @@ TEST_CASE("verify_results: same, differ, missing, and a line edited by hand") {
     CHECK(ed.altered[0].find("edited.jsonl line 2: id 'b' carries digest " + digest_hex("stop:3") + " but holds " +
                              digest_hex("stop:8") + " (edited or damaged)") != std::string::npos);
 
+    // Shard files of different shapes are not merged into one file.
+    CHECK_THROWS_WITH_AS(merge_results(dir / "in.jsonl", {dir / "one.jsonl", dir / "two.jsonl"}, dir / "m.jsonl"),
+                         doctest::Contains(("two.jsonl line 1 is in --format openai, " + (dir / "one.jsonl") +
+                                            " line 1 in --format native").c_str()),
+                         Error);
+    CHECK_FALSE(fs::exists(dir / "m.jsonl"));
+
     // The same id twice on one side is an error, as in merge.
     CHECK_THROWS_WITH_AS(verify_results(dir / "in.jsonl", {dir / "one.jsonl", dir / "two.jsonl"}, {dir / "two.jsonl"}),
                          doctest::Contains("id 'c' has two results"), Error);
