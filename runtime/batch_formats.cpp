@@ -140,7 +140,7 @@ json openai_request_to_native(const json& line) {
     if (!body.is_object()) bad("body", "an object (the chat completion request)", body);
     bool logprobs = false;
     int64_t top_logprobs = -1;
-    const char* max_field = nullptr;
+    bool have_max = false;
     for (auto it = body.begin(); it != body.end(); ++it) {
         const std::string& k = it.key();
         const std::string at = "body." + k;
@@ -149,8 +149,8 @@ json openai_request_to_native(const json& line) {
         if (k == "messages") {
             out["messages"] = messages_of(v);
         } else if (k == "max_tokens" || k == "max_completion_tokens") {
-            if (max_field) throw Error(ErrorKind::input, "give \"body.max_tokens\" or \"body.max_completion_tokens\", not both");
-            max_field = k == "max_tokens" ? "max_tokens" : "max_completion_tokens";
+            if (have_max) throw Error(ErrorKind::input, "give \"body.max_tokens\" or \"body.max_completion_tokens\", not both");
+            have_max = true;
             out["n_predict"] = integer(at, v, 0, int64_t(1) << 30);
         } else if (k == "temperature") {
             out[k] = number(at, v, 0, 2, false, "[0, 2]");  // OpenAI's range
