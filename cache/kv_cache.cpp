@@ -185,6 +185,42 @@ int StaticKVCache::min_slots() const {
     return m;
 }
 
+size_t StaticKVCache::positions_bytes(int il, int n_positions) const {
+    const KvView& view = views_[size_t(il)];
+    return 2 * size_t(view.n_kv_heads) * size_t(n_positions) * size_t(view.head_dim) * element_bytes(type_);
+}
+
+namespace {
+
+// Calls fn(cache row, offset in the state buffer, row bytes) for each (K/V,
+// head, position) row of positions p0 .. p1-1, where the buffer holds
+// positions buf_p0 .. p1-1 as [K, V][n_kv_heads][p1 - buf_p0][head_dim].
+template <class Fn>
+void for_each_row(const KvView& view, size_t elem, int p0, int p1, int buf_p0, Fn&& fn) {
+    const size_t row = size_t(view.head_dim) * elem;
+    const size_t n_buf = size_t(p1 - buf_p0);
+    size_t plane = 0;  // (K/V, head) index
+    for (void* base : {view.k, view.v})
+        for (int h = 0; h < view.n_kv_heads; ++h, ++plane)
+            for (int p = p0; p < p1; ++p) {
+                const size_t slot = size_t(p % view.n_slots);
+                fn(static_cast<std::byte*>(base) + (size_t(h) * size_t(view.n_slots) + slot) * row,
+                   (plane * n_buf + size_t(p - buf_p0)) * row, row);
+            }
+}
+
+}  // namespace
+
+void StaticKVCache::read_positions(int il, int p0, int p1, std::byte* out) const {
+    for_each_row(views_[size_t(il)], element_bytes(type_), p0, p1, p0,
+                 [&](const std::byte* slot, size_t at, size_t n) { std::memcpy(out + at, slot, n); });
+}
+
+void StaticKVCache::write_positions(int il, int p0, int p1, const std::byte* in, int in_p0) {
+    for_each_row(views_[size_t(il)], element_bytes(type_), p0, p1, in_p0,
+                 [&](std::byte* slot, size_t at, size_t n) { std::memcpy(slot, in + at, n); });
+}
+
 int StaticKVCache::max_rewind(int pos, int high_water) const {
     // A ring of W + extra slots holds position q until q + W + extra is written.
     // After rewinding to r = pos - n, a step needs r - W + 1 .. r - 1, which are

@@ -347,7 +347,7 @@ void per_layer_input_block(const Model& model, const kernels::KernelTable& kt, W
 
 }  // namespace
 
-void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
+bool forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
              Workspace& ws, const ForwardArgs& a) {
     const ModelConfig& c = model.config();
     const ModelWeights& w = model.weights();
@@ -359,6 +359,7 @@ void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
     if (c.per_layer_dim > 0) per_layer_inputs(model, kt, ws, a);
 
     for (int il = 0; il < c.n_layers; ++il) {
+        if (a.stop()) return false;
         attention_block(model, kt, cache, ws, a, il);
         ffn_block(model, kt, ws, a, il);
         if (c.per_layer_dim > 0) per_layer_input_block(model, kt, ws, a, il);
@@ -367,7 +368,8 @@ void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
         if (a.dump) a.dump("h", il, ws.x, a.t, c.hidden, h);
     }
 
-    if (a.logits == ForwardArgs::Logits::none) return;
+    if (a.logits == ForwardArgs::Logits::none) return true;
+    if (a.stop()) return false;
     const bool all = a.logits == ForwardArgs::Logits::all;
     const int rows = all ? a.t : 1;
     const float* src = all ? ws.x : ws.x + size_t(a.t - 1) * h;
@@ -378,6 +380,7 @@ void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
     if (c.logits_divisor != 1.0f) kt.scale(ws.logits, size_t(rows) * v, 1.0f / c.logits_divisor);
     if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(rows) * v, c.final_softcap);
     if (a.dump) a.dump("logits", -1, ws.logits, rows, c.vocab, v);
+    return true;
 }
 
 }  // namespace staticlm

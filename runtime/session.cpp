@@ -20,6 +20,7 @@
 #include "staticlm/error.hpp"
 #include "internal.hpp"
 #include "prefix_internal.hpp"
+#include "session_impl.hpp"
 
 namespace staticlm {
 
@@ -52,7 +53,7 @@ namespace {
 // process (sanitizers abort on it, overcommit kills later) instead of throwing.
 void check_cache_fits(std::span<const KvLayerSpec> specs, const SessionOptions& o, int q_max) {
     const uint64_t cache = StaticKVCache::bytes_needed(specs, o.max_seq, o.kv, o.ring_sliding, q_max);
-    const double bytes = double(cache) + double(o.max_seq + 1.0) * sizeof(Step);  // double: no overflow
+    const double bytes = double(cache) + double(o.max_seq + 1.0) * (sizeof(Step) + sizeof(int));  // double: no overflow
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
     const double memory = double(pages) * double(page);
@@ -85,24 +86,6 @@ size_t plan_into(std::span<const int> sorted, int P, int T, int K, Step* out) {
     }
     return n_steps;
 }
-
-// Held for the length of every call that touches the session's state: a second
-// thread entering meanwhile gets Error(busy) instead of corrupting pos and cache.
-class Entry {
-public:
-    explicit Entry(std::atomic<bool>& busy) : busy_(busy) {
-        if (busy_.exchange(true, std::memory_order_acquire))
-            throw Error(ErrorKind::busy,
-                        "session is busy: another call on it is running (a session must be used by "
-                        "one thread at a time; create one session per thread)");
-    }
-    ~Entry() { busy_.store(false, std::memory_order_release); }
-    Entry(const Entry&) = delete;
-    Entry& operator=(const Entry&) = delete;
-
-private:
-    std::atomic<bool>& busy_;
-};
 
 // Index of the first non-finite value of data[0, n), or -1.
 long first_non_finite(const float* data, size_t n) {
@@ -148,118 +131,124 @@ std::vector<int> default_append_buckets(int max_seq) {
     return out;
 }
 
-struct Session::Impl {
-    std::shared_ptr<const Model> model;
-    SessionOptions options;
-    const kernels::KernelTable* kt = nullptr;
-    std::vector<int> prefill_buckets, append_buckets;
-    std::vector<int> decode_buckets{1};
-    StaticKVCache cache;
-    Workspace ws;
-    std::vector<float> last_logits;  // [vocab]
-    std::vector<Step> steps;         // capacity max_seq: a plan never has more steps than tokens
-    size_t n_steps = 0;
-    int pos = 0;
-    int high_water = 0;  // highest position written + 1 (rewind limit of rings)
-    int threads = 1;
-    DumpSink dump;  // set_dump(); empty by default
-    std::atomic<bool> busy{false};
+SessionEntry::SessionEntry(std::atomic<bool>& busy) : busy_(busy) {
+    if (busy_.exchange(true, std::memory_order_acquire))
+        throw Error(ErrorKind::busy,
+                    "session is busy: another call on it is running (a session must be used by "
+                    "one thread at a time; create one session per thread)");
+}
 
-    void validate(std::span<const int> tokens, int P) const {
-        if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
-        const int vocab = model->config().vocab;
-        for (size_t i = 0; i < tokens.size(); ++i)
-            if (tokens[i] < 0 || tokens[i] >= vocab)
-                throw Error(ErrorKind::input, "invalid token id " + std::to_string(tokens[i]) +
-                                                  " at index " + std::to_string(i) +
-                                                  " (vocab size " + std::to_string(vocab) + ")");
-        const long long end = (long long)P + (long long)tokens.size();
-        if (end > options.max_seq)
-            throw Error(ErrorKind::capacity,
-                        "capacity exceeded: P=" + std::to_string(P) + " + T=" +
-                            std::to_string(tokens.size()) + " > K=" +
-                            std::to_string(options.max_seq) + " (max_seq)");
-    }
+void Session::Impl::validate(std::span<const int> tokens, int P) const {
+    if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
+    const int vocab = model->config().vocab;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || tokens[i] >= vocab)
+            throw Error(ErrorKind::input, "invalid token id " + std::to_string(tokens[i]) +
+                                              " at index " + std::to_string(i) +
+                                              " (vocab size " + std::to_string(vocab) + ")");
+    const long long end = (long long)P + (long long)tokens.size();
+    if (end > options.max_seq)
+        throw Error(ErrorKind::capacity,
+                    "capacity exceeded: P=" + std::to_string(P) + " + T=" +
+                        std::to_string(tokens.size()) + " > K=" +
+                        std::to_string(options.max_seq) + " (max_seq)");
+}
 
-    std::span<const float> run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
-                               LogitsSink sink) {
-        validate(tokens, P);
-        if (sink && !options.all_logits)
-            throw Error(ErrorKind::config,
-                        "per-row logits need a session created with all_logits");
-        n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
-        const int vocab = model->config().vocab;
-        int done = 0;
-        for (size_t s = 0; s < n_steps; ++s) {
-            const int t = steps[s].t;
-            ForwardArgs a;
-            a.tokens = tokens.data() + done;
-            a.t = t;
-            a.pos0 = P + done;
-            a.n_threads = threads;
-            a.dump = dump;
-            const bool last = s + 1 == n_steps;
-            a.logits = sink ? ForwardArgs::Logits::all
-                            : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
-            forward(*model, *kt, cache, ws, a);
-            if (a.logits != ForwardArgs::Logits::none) {
-                const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
-                const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
-                if (bad >= 0) {
-                    // Slots from P on may now hold non-finite K/V; pos stays P, so
-                    // they are never read. Ring caches lose what they overwrote.
-                    high_water = std::max(high_water, a.pos0 + t);
-                    throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
-                }
+std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
+                                          LogitsSink sink) {
+    validate(tokens, P);
+    if (sink && !options.all_logits)
+        throw Error(ErrorKind::config,
+                    "per-row logits need a session created with all_logits");
+    n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
+    const int vocab = model->config().vocab;
+    int done = 0;
+    for (size_t s = 0; s < n_steps; ++s) {
+        const int t = steps[s].t;
+        ForwardArgs a;
+        a.tokens = tokens.data() + done;
+        a.t = t;
+        a.pos0 = P + done;
+        a.n_threads = threads;
+        a.dump = dump;
+        a.stop = stop;
+        const bool last = s + 1 == n_steps;
+        a.logits = sink ? ForwardArgs::Logits::all
+                        : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
+        if (!forward(*model, *kt, cache, ws, a)) throw_aborted(P, done, int(tokens.size()), s, a.pos0 + t);
+        if (a.logits != ForwardArgs::Logits::none) {
+            const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
+            const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
+            if (bad >= 0) {
+                // Slots from P on may now hold non-finite K/V; pos stays P, so
+                // they are never read. Ring caches lose what they overwrote.
+                high_water = std::max(high_water, a.pos0 + t);
+                throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
             }
-            if (sink) sink.fn(sink.ctx, a.pos0, ws.logits, t, vocab);
-            if (last) {
-                const float* row = sink ? ws.logits + size_t(t - 1) * size_t(vocab) : ws.logits;
-                std::memcpy(last_logits.data(), row, size_t(vocab) * sizeof(float));
-            }
-            done += t;
         }
-        pos = P + done;
-        // From position 0 every slot before pos was just rewritten: older
-        // writes no longer limit rewind.
-        high_water = P == 0 ? pos : std::max(high_water, pos);
-        return last_logits;
+        std::memcpy(this->tokens.data() + a.pos0, a.tokens, size_t(t) * sizeof(int));
+        if (sink) sink.fn(sink.ctx, a.pos0, ws.logits, t, vocab);
+        if (last) {
+            const float* row = sink ? ws.logits + size_t(t - 1) * size_t(vocab) : ws.logits;
+            std::memcpy(last_logits.data(), row, size_t(vocab) * sizeof(float));
+        }
+        done += t;
     }
+    pos = P + done;
+    // From position 0 every slot before pos was just rewritten: older
+    // writes no longer limit rewind.
+    high_water = P == 0 ? pos : std::max(high_water, pos);
+    return last_logits;
+}
 
-    // Runs the failed call again with a dump sink to name the first layer and
-    // intermediate that went non-finite (the error path only), then throws.
-    [[noreturn]] void throw_non_finite(std::span<const int> tokens, int P, const std::vector<int>& buckets,
-                                       int bad_pos) {
-        NonFiniteFinder finder;
-        n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
-        int done = 0;
-        for (size_t s = 0; s < n_steps && finder.layer == -2; ++s) {
-            ForwardArgs a;
-            a.tokens = tokens.data() + done;
-            a.t = steps[s].t;
-            a.pos0 = P + done;
-            a.n_threads = threads;
-            a.dump = DumpSink{NonFiniteFinder::fn, &finder};
-            a.logits = options.all_logits  ? ForwardArgs::Logits::all
-                       : s + 1 == n_steps ? ForwardArgs::Logits::last
-                                          : ForwardArgs::Logits::none;
-            forward(*model, *kt, cache, ws, a);
-            if (finder.layer != -2) finder.row += a.pos0;
-            done += a.t;
-        }
-        n_steps = 0;
-        std::string where = "the logits";
-        if (finder.layer != -2)
-            where = "'" + finder.name + "'" +
-                    (finder.layer >= 0 ? " of layer " + std::to_string(finder.layer) : std::string()) +
-                    " at position " + std::to_string(finder.row);
-        throw Error(ErrorKind::model,
-                    "non-finite logits (NaN or inf) at position " + std::to_string(bad_pos) +
-                        ": the first non-finite intermediate is " + where +
-                        " (the weights are finite: activations overflowed; try f32 or bf16 weights, an "
-                        "f32 KV cache, or check the checkpoint)");
+// The abort callback stopped step `s` (which would have written positions up
+// to `step_end`): the steps before it stay, the interrupted one is discarded.
+// Its partial K/V lie at positions >= the new pos, never read; a ring may have
+// overwritten older positions with them, which high_water records (a ring
+// holds window + Q_max slots, so the window before pos is intact).
+void Session::Impl::throw_aborted(int P, int done, int n_tokens, size_t s, int step_end) {
+    pos = P + done;
+    high_water = P == 0 ? step_end : std::max(high_water, step_end);
+    n_steps = s;
+    throw Error(ErrorKind::aborted,
+                "aborted by the abort callback: " + std::to_string(done) + " of the call's " +
+                    std::to_string(n_tokens) + " tokens were processed, the session now holds " +
+                    std::to_string(pos) + " tokens (pos " + std::to_string(pos) + ")");
+}
+
+// Runs the failed call again with a dump sink to name the first layer and
+// intermediate that went non-finite (the error path only), then throws.
+void Session::Impl::throw_non_finite(std::span<const int> tokens, int P, const std::vector<int>& buckets,
+                                     int bad_pos) {
+    NonFiniteFinder finder;
+    n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
+    int done = 0;
+    for (size_t s = 0; s < n_steps && finder.layer == -2; ++s) {
+        ForwardArgs a;
+        a.tokens = tokens.data() + done;
+        a.t = steps[s].t;
+        a.pos0 = P + done;
+        a.n_threads = threads;
+        a.dump = DumpSink{NonFiniteFinder::fn, &finder};
+        a.logits = options.all_logits  ? ForwardArgs::Logits::all
+                   : s + 1 == n_steps ? ForwardArgs::Logits::last
+                                      : ForwardArgs::Logits::none;
+        (void)forward(*model, *kt, cache, ws, a);
+        if (finder.layer != -2) finder.row += a.pos0;
+        done += a.t;
     }
-};
+    n_steps = 0;
+    std::string where = "the logits";
+    if (finder.layer != -2)
+        where = "'" + finder.name + "'" +
+                (finder.layer >= 0 ? " of layer " + std::to_string(finder.layer) : std::string()) +
+                " at position " + std::to_string(finder.row);
+    throw Error(ErrorKind::model,
+                "non-finite logits (NaN or inf) at position " + std::to_string(bad_pos) +
+                    ": the first non-finite intermediate is " + where +
+                    " (the weights are finite: activations overflowed; try f32 or bf16 weights, an "
+                    "f32 KV cache, or check the checkpoint)");
+}
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
@@ -284,6 +273,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
         s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
         s.ws = Workspace(c, s.model->matrix_types(), q_max, s.threads, options.all_logits);
         s.last_logits.assign(size_t(c.vocab), 0.0f);
+        s.tokens.assign(size_t(options.max_seq), 0);
         s.steps.resize(size_t(options.max_seq) + 1);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::capacity, "out of memory allocating a session with max_seq " +
@@ -296,22 +286,22 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 std::span<const float> Session::prefill(std::span<const int> tokens, LogitsSink sink) {
-    Entry entry(impl_->busy);
+    SessionEntry entry(impl_->busy);
     return impl_->run(tokens, 0, impl_->prefill_buckets, sink);
 }
 
 std::span<const float> Session::append(std::span<const int> tokens, LogitsSink sink) {
-    Entry entry(impl_->busy);
+    SessionEntry entry(impl_->busy);
     return impl_->run(tokens, impl_->pos, impl_->append_buckets, sink);
 }
 
 std::span<const float> Session::decode(int token) {
-    Entry entry(impl_->busy);
+    SessionEntry entry(impl_->busy);
     return impl_->run(std::span<const int>(&token, 1), impl_->pos, impl_->decode_buckets, {});
 }
 
 void Session::rewind(int n) {
-    Entry entry(impl_->busy);
+    SessionEntry entry(impl_->busy);
     const int limit = max_rewind();
     if (n < 0 || n > limit)
         throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
@@ -325,19 +315,21 @@ void Session::rewind(int n) {
 }
 
 void Session::reset() {
-    Entry entry(impl_->busy);
+    SessionEntry entry(impl_->busy);
     impl_->pos = 0;
     impl_->high_water = 0;
 }
 
 void Session::save_prefix(PrefixPool& pool, int entry) {
-    Entry busy(impl_->busy);
+    SessionEntry busy(impl_->busy);
     PrefixPoolAccess::save(pool, entry, impl_->cache, impl_->pos);
 }
 
 void Session::load_prefix(const PrefixPool& pool, int entry, int n) {
-    Entry busy(impl_->busy);
+    SessionEntry busy(impl_->busy);
     PrefixPoolAccess::load(pool, entry, n, impl_->cache);
+    // A pool keeps K/V, not ids: tokens() says -1 for these positions.
+    std::fill_n(impl_->tokens.begin(), n, -1);
     impl_->pos = n;
     impl_->high_water = n;
     impl_->n_steps = 0;
@@ -345,12 +337,18 @@ void Session::load_prefix(const PrefixPool& pool, int entry, int n) {
 
 void Session::set_dump(DumpFn fn, void* ctx) { impl_->dump = DumpSink{fn, fn ? ctx : nullptr}; }
 
+void Session::set_abort(AbortFn fn, void* ctx) {
+    SessionEntry entry(impl_->busy);
+    impl_->stop = StopCheck{fn, fn ? ctx : nullptr};
+}
+
 int Session::pos() const { return impl_->pos; }
 int Session::max_seq() const { return impl_->options.max_seq; }
 int Session::vocab() const { return impl_->model->config().vocab; }
 int Session::threads() const { return impl_->threads; }
 int Session::max_rewind() const { return impl_->cache.max_rewind(impl_->pos, impl_->high_water); }
 std::span<const float> Session::logits() const { return impl_->last_logits; }
+std::span<const int> Session::tokens() const { return {impl_->tokens.data(), size_t(impl_->pos)}; }
 std::span<const Step> Session::last_plan() const {
     return {impl_->steps.data(), impl_->n_steps};
 }
@@ -360,7 +358,7 @@ size_t Session::cache_bytes() const { return impl_->cache.bytes(); }
 size_t Session::cache_bytes_per_token() const { return impl_->cache.bytes_per_token(); }
 size_t Session::workspace_bytes() const {
     return impl_->ws.bytes() + impl_->last_logits.size() * sizeof(float) +
-           impl_->steps.size() * sizeof(Step);
+           impl_->tokens.size() * sizeof(int) + impl_->steps.size() * sizeof(Step);
 }
 
 std::vector<Step> Session::plan(std::span<const int> buckets, int P, int T, int K) {

@@ -17,7 +17,7 @@ enum class ErrorKind {
     input,         // invalid call input: empty, token id out of range, bad UTF-8
     capacity,      // P + T > max_seq and similar limits
     busy,          // a session entered by a second thread while a call is running
-    aborted,       // a callback asked to stop (load progress)
+    aborted,       // a callback asked to stop (load progress, a session's abort callback)
 };
 
 inline const char* error_kind_name(ErrorKind kind) {

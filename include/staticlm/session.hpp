@@ -4,10 +4,15 @@
 // leaves the session as it was. A session is used by one thread at a time: a
 // call entered while another is running throws Error(busy). Any number of
 // sessions may share one Model, each on its own thread. Logits that are not
-// finite are an Error(model) naming the first layer that produced them.
+// finite are an Error(model) naming the first layer that produced them. An
+// abort callback may stop a call between layers (Error(aborted)); the session
+// then keeps the steps that completed. A session's state can be saved and
+// restored into another session of the same model and options
+// (docs/EMBEDDING.md has the format).
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <vector>
@@ -57,6 +62,11 @@ struct LogitsSink {
 using DumpFn = void (*)(void* ctx, const char* name, int layer, const float* data, int rows,
                         int cols, size_t ld);
 
+// Asked between layers on the thread running a call; returns true to stop it.
+// It may read state another thread sets (an atomic flag); it must not call
+// into the session.
+using AbortFn = bool (*)(void* ctx);
+
 class Session {
 public:
     Session(std::shared_ptr<const Model> model, const SessionOptions& options);
@@ -86,6 +96,29 @@ public:
     void load_prefix(const PrefixPool& pool, int entry, int n);
     // Sets (fn != nullptr) or clears the dump callback used by later calls.
     void set_dump(DumpFn fn, void* ctx);
+    // Sets (fn != nullptr) or clears the abort callback of later calls. When
+    // it returns true, the call throws Error(aborted) within one layer's time:
+    // the steps (blocks) it completed stay in the cache and pos() counts
+    // them, the interrupted step is discarded, logits() are not updated.
+    void set_abort(AbortFn fn, void* ctx);
+
+    // Saved state (session_state.cpp): the tokens, their K/V (only positions
+    // < pos()), the last logits and the model's identity, with a checksum.
+    // state_bytes() is the exact size save_state() writes now; save_state()
+    // throws Error(capacity) when out is smaller and returns the bytes written.
+    size_t state_bytes() const;
+    size_t save_state(std::span<std::byte> out) const;
+    // Restores a state saved by a session of the same model (config, weight
+    // format and weights), KV type, max_seq and ring option. Anything else,
+    // a truncated or altered state: Error naming what differs, the session
+    // unchanged. Buckets and threads may differ (then later logits agree
+    // within the split invariance rather than bit for bit).
+    void load_state(std::span<const std::byte> in);
+    // The same through a file (a regular file of at most max_state_bytes()).
+    void save_state_file(const std::filesystem::path& path) const;
+    void load_state_file(const std::filesystem::path& path);
+    // The size of a state at pos() == max_seq(): the largest this session accepts.
+    size_t max_state_bytes() const;
 
     int pos() const;
     int max_seq() const;
@@ -94,6 +127,9 @@ public:
     int threads() const;
     // Logits of the last token of the last successful call ([vocab]).
     std::span<const float> logits() const;
+    // The tokens in the cache, by position ([pos()]); -1 at positions that
+    // came from a PrefixPool (load_prefix), which keeps K/V but not ids.
+    std::span<const int> tokens() const;
     // The steps the last successful call ran.
     std::span<const Step> last_plan() const;
     const Model& model() const;

@@ -68,6 +68,14 @@ public:
     void copy_positions(const StaticKVCache& src, int src_pos0, int dst_pos0, int n);
     // Slots of the smallest ring layer (max_seq when there is none).
     int min_slots() const;
+    // Saved state: the raw K then V elements of positions p0 .. p1-1 of layer
+    // il's own storage, each [n_kv_heads][p1 - p0][head_dim] (f16 or f32 as
+    // stored). The positions must still be held: p1 - p0 <= the layer's slots.
+    size_t positions_bytes(int il, int n_positions) const;
+    void read_positions(int il, int p0, int p1, std::byte* out) const;
+    // Stores positions p0 .. p1-1 from `in`, which holds positions in_p0 .. p1-1
+    // (in_p0 <= p0) in read_positions' layout.
+    void write_positions(int il, int p0, int p1, const std::byte* in, int in_p0);
 
     // The K/V a layer reads (its own, or its source layer's).
     const KvView& view(int il) const { return views_[size_t(il)]; }

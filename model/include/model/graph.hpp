@@ -28,6 +28,14 @@ struct DumpSink {
     }
 };
 
+// Asked between layers, on the thread that runs forward() (never inside a
+// kernel's parallel region): true stops the block there (Session::set_abort).
+struct StopCheck {
+    bool (*fn)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+    bool operator()() const { return fn != nullptr && fn(ctx); }
+};
+
 class Workspace {
 public:
     Workspace() = default;
@@ -81,10 +89,13 @@ struct ForwardArgs {
     enum class Logits { last, all, none } logits = Logits::last;
     int n_threads = 1;
     DumpSink dump;
+    StopCheck stop;  // asked before every layer and before the head
 };
 
 // Runs the block; logits land in ws.logits. Token ids must already be valid.
-void forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
+// Returns false when args.stop asked to stop: the block is then incomplete
+// (some layers may have stored K/V of its positions, the logits are not set).
+bool forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
              Workspace& ws, const ForwardArgs& args);
 
 // The K/V layer specs a session's cache needs for this config.
