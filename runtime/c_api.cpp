@@ -204,6 +204,13 @@ struct slm_session {
     staticlm::ChatFormat chat_format;
     LogSink log;
     std::atomic<bool> busy{false};
+    slm_abort_fn abort_fn = nullptr;  // slm_session_set_abort
+    void* abort_user = nullptr;
+
+    static bool ask_abort(void* ctx) {
+        const auto* s = static_cast<const slm_session*>(ctx);
+        return s->abort_fn(s->abort_user) != 0;
+    }
 };
 
 struct slm_detokenizer {
@@ -723,6 +730,46 @@ slm_status slm_reset(slm_session* s) {
 
 int slm_pos(const slm_session* s) { return s ? s->session.pos() : -1; }
 int slm_max_seq(const slm_session* s) { return s ? s->session.max_seq() : -1; }
+
+// ---------------------------------------------------- saved state and abort
+
+slm_status slm_session_set_abort(slm_session* s, slm_abort_fn fn, void* user_data) {
+    return with_session(s, [&] {
+        s->abort_fn = fn;
+        s->abort_user = fn ? user_data : nullptr;
+        s->session.set_abort(fn ? slm_session::ask_abort : nullptr, s);
+    });
+}
+
+slm_status slm_session_state_size(slm_session* s, size_t* size) {
+    if (!size) return null_arg("size");
+    return with_session(s, [&] { *size = s->session.state_bytes(); });
+}
+
+slm_status slm_session_save(slm_session* s, void* buf, size_t cap, size_t* written) {
+    if (!buf && cap) return null_arg("buf");
+    return with_session(s, [&] {
+        const size_t n = s->session.save_state(std::span<std::byte>(static_cast<std::byte*>(buf), cap));
+        if (written) *written = n;
+    });
+}
+
+slm_status slm_session_load(slm_session* s, const void* buf, size_t size) {
+    if (!buf && size) return null_arg("buf");
+    return with_session(s, [&] {
+        s->session.load_state(std::span<const std::byte>(static_cast<const std::byte*>(buf), size));
+    });
+}
+
+slm_status slm_session_save_file(slm_session* s, const char* path) {
+    if (!path) return null_arg("path");
+    return with_session(s, [&] { s->session.save_state_file(path); });
+}
+
+slm_status slm_session_load_file(slm_session* s, const char* path) {
+    if (!path) return null_arg("path");
+    return with_session(s, [&] { s->session.load_state_file(path); });
+}
 
 // ----------------------------------------------------------------- sampling
 

@@ -89,7 +89,7 @@ typedef enum slm_status {
     SLM_ERR_INPUT = 6,       /* invalid input: NULL, empty, token id out of range, bad UTF-8 */
     SLM_ERR_CAPACITY = 7,    /* the session's max_seq would be exceeded */
     SLM_ERR_BUSY = 8,        /* the session is in use by another call */
-    SLM_ERR_ABORTED = 9,     /* a callback asked to stop (model loading) */
+    SLM_ERR_ABORTED = 9,     /* a callback asked to stop (model loading, a session's abort callback) */
     SLM_ERR_INTERNAL = 100   /* anything else (out of memory, a bug) */
 } slm_status;
 
@@ -245,6 +245,38 @@ SLM_API slm_status slm_reset(slm_session* s);
 /* Tokens in the cache (the next position), and the capacity; -1 for NULL. */
 SLM_API int slm_pos(const slm_session* s);
 SLM_API int slm_max_seq(const slm_session* s);
+
+/* ------------------------------------------------- saved state and abort */
+
+/* Asked between layers, on the thread running a call on the session; return
+ * non-zero to stop the call. It may read a flag that another thread sets; it
+ * must not call into the session. */
+typedef int (*slm_abort_fn)(void* user_data);
+/* Sets (fn != NULL) or clears the abort callback of later calls on s. A call
+ * it stops (slm_prefill, slm_append, slm_decode, slm_generate, slm_chat_reply)
+ * returns SLM_ERR_ABORTED within one layer's time. Unlike other errors it
+ * keeps what it completed: the blocks (buckets) that finished stay in the
+ * cache and slm_pos() counts them; the interrupted block is discarded and no
+ * logits are returned. The session stays valid: append the rest to go on. */
+SLM_API slm_status slm_session_set_abort(slm_session* s, slm_abort_fn fn, void* user_data);
+
+/* Saved state: the session's tokens, their K/V (positions < slm_pos only),
+ * its last logits, and the model's identity, with a checksum (format in
+ * docs/EMBEDDING.md). It restores into a session of the same model (config,
+ * weight format, weights), KV type, max_seq and ring_sliding; anything else,
+ * a truncated or altered state, is an error naming what differs, and the
+ * session is left as it was. After a restore, the same calls give
+ * bit-identical logits (with the same buckets and threads). */
+/* The bytes slm_session_save writes now (grows with slm_pos). */
+SLM_API slm_status slm_session_state_size(slm_session* s, size_t* size);
+/* Writes the state into buf (cap bytes; SLM_ERR_CAPACITY when smaller than
+ * slm_session_state_size); *written (may be NULL) gets its size. */
+SLM_API slm_status slm_session_save(slm_session* s, void* buf, size_t cap, size_t* written);
+SLM_API slm_status slm_session_load(slm_session* s, const void* buf, size_t size);
+/* The same through a file; loading takes a regular file no larger than the
+ * largest state of the session (its state at pos = max_seq). */
+SLM_API slm_status slm_session_save_file(slm_session* s, const char* path);
+SLM_API slm_status slm_session_load_file(slm_session* s, const char* path);
 
 /* -------------------------------------------------------------- sampling */
 
