@@ -1,5 +1,6 @@
 // Static memory: after a session is created, prefill / append / decode /
-// rewind and sampling perform no heap allocation. This binary replaces the
+// rewind, sampling, an abort callback and saving / restoring state into a
+// buffer perform no heap allocation. This binary replaces the
 // global operator new and malloc family to count calls while a flag is set.
 #include <doctest/doctest.h>
 
@@ -116,6 +117,10 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
     // Warm-up: the first parallel region starts the thread team.
     s.prefill(std::span<const int>(ids.data(), 20));
     s.decode(3);
+    // An abort callback that never fires is asked between layers; saving into
+    // a buffer sized beforehand and restoring from it are allocation-free too.
+    s.set_abort([](void*) { return false; }, nullptr);
+    std::vector<std::byte> state(s.max_state_bytes());
     long n = 0;
     {
         Counting c;
@@ -130,6 +135,8 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
         s.append(std::span<const int>(ids.data() + 30, 3));
         s.reset();
         s.prefill(std::span<const int>(ids.data(), 5));
+        const size_t bytes = s.save_state(state);
+        s.load_state(std::span<const std::byte>(state.data(), bytes));
         n = c.count();
     }
     CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), ": ", n, " heap allocations");
