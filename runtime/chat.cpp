@@ -220,6 +220,13 @@ std::vector<int> Chat::turn_ids(std::string_view user) const {
 }
 
 GenerateResult Chat::reply(std::string_view user, const GenerateOptions& options, TextSink sink) {
+    // The cache holds exactly cached_ unless a failed turn could not be undone.
+    const int start = session_.pos();
+    if (start != int(cached_.size()))
+        throw Error(ErrorKind::input, "the chat's session holds " + std::to_string(start) +
+                                          " tokens, the conversation " + std::to_string(cached_.size()) +
+                                          " (a failed or aborted turn could not be rewound, or the session "
+                                          "was used outside the chat): start a new chat");
     const std::vector<int> ids = turn_ids(user);
     if (session_.pos() + int(ids.size()) > session_.max_seq())
         throw Error(ErrorKind::capacity,
@@ -236,7 +243,18 @@ GenerateResult Chat::reply(std::string_view user, const GenerateOptions& options
                 o.stop_ids.push_back(id);
         }
     }
-    GenerateResult r = generate(session_, &tokenizer_, ids, o, sink);
+    GenerateResult r;
+    try {
+        r = generate(session_, &tokenizer_, ids, o, sink);
+    } catch (const Error&) {
+        // A turn that fails part-way (an abort keeps the blocks it completed)
+        // leaves no trace: the cache goes back to where the turn began, so the
+        // same or another reply can follow. A ring that no longer reaches that
+        // far leaves the chat unusable (the check above says so).
+        const int n = session_.pos() - start;
+        if (n > 0 && n <= session_.max_rewind()) session_.rewind(n);
+        throw;
+    }
     cached_.insert(cached_.end(), ids.begin(), ids.end());
     if (!r.tokens.empty()) {
         cached_.insert(cached_.end(), r.tokens.begin(), r.tokens.end() - 1);

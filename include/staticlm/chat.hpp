@@ -68,6 +68,8 @@ class Chat {
 public:
     Chat(Session& session, const Tokenizer& tokenizer, ChatFormat format, ChatOptions options);
     // Renders the user turn, appends what the cache lacks, generates the reply.
+    // A reply that throws (an abort of the session included) rewinds the
+    // session to where the turn began: the conversation is as before it.
     GenerateResult reply(std::string_view user, const GenerateOptions& options, TextSink sink = {});
     const std::vector<ChatMessage>& history() const { return history_; }
     // Ids that the cache holds (the session's positions 0 .. pos-1).

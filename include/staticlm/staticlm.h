@@ -257,7 +257,8 @@ typedef int (*slm_abort_fn)(void* user_data);
  * returns SLM_ERR_ABORTED within one layer's time. Unlike other errors it
  * keeps what it completed: the blocks (buckets) that finished stay in the
  * cache and slm_pos() counts them; the interrupted block is discarded and no
- * logits are returned. The session stays valid: append the rest to go on. */
+ * logits are returned. The session stays valid: append the rest to go on.
+ * (slm_chat_reply instead rewinds to where its turn began.) */
 SLM_API slm_status slm_session_set_abort(slm_session* s, slm_abort_fn fn, void* user_data);
 
 /* Saved state: the session's tokens, their K/V (positions < slm_pos only),

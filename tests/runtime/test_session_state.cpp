@@ -14,7 +14,10 @@
 
 #include "model/config.hpp"
 #include "model/model.hpp"
+#include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
+#include "staticlm/model.hpp"
 #include "staticlm/metrics.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
@@ -213,6 +216,43 @@ TEST_CASE("abort: a decode step stopped at its head keeps pos; an abort before t
     cd = Countdown{0};
     test::expect_error([&] { s.prefill(ids); }, ErrorKind::aborted, {"pos 0"});
     CHECK(s.pos() == 0);
+}
+
+TEST_CASE("abort: an aborted chat turn leaves the conversation as it was before the turn") {
+    if (!test::have_shared_data("stories260K chat")) return;
+    LoadOptions lo;
+    lo.weights = WeightType::f32;
+    lo.threads = 1;
+    const auto model = Model::load(test::shared_data() / "stories260K-hf", lo);
+    const int L = model->config().n_layers;
+    SessionOptions so;
+    so.max_seq = 256;
+    so.prefill_buckets = default_prefill_buckets(256);
+    so.append_buckets = default_append_buckets(256);
+    so.threads = 1;
+    Session s(model, so), twin(model, so);
+    const Tokenizer& tok = *model_tokenizer(*model);
+    Chat chat(s, tok, ChatFormat{}, {}), ref(twin, tok, ChatFormat{}, {});
+    GenerateOptions go;
+    go.sampling.temperature = 0.0f;
+    go.max_tokens = 12;
+    go.stop_ids = {-1};  // no early stop: the steps are counted
+    chat.reply("Once upon a time", go);
+    ref.reply("Once upon a time", go);
+    const int before = s.pos();
+    // The turn's block and two decode steps complete (L + 1 asks each: with
+    // the head); the third decode step stops before its second layer.
+    Countdown cd{3 * (L + 1) + 1};
+    s.set_abort(Countdown::next, &cd);
+    test::expect_error([&] { chat.reply(" The dog", go); }, ErrorKind::aborted, {"aborted"});
+    CHECK(cd.calls == 3 * (L + 1) + 2);
+    CHECK(s.pos() == before);
+    CHECK(int(chat.cached().size()) == before);
+    s.set_abort(nullptr, nullptr);
+    const GenerateResult a = chat.reply(" The dog", go), b = ref.reply(" The dog", go);
+    CHECK(a.tokens == b.tokens);
+    CHECK(a.text == b.text);
+    CHECK(same_bits(s.logits(), twin.logits()));
 }
 
 namespace {
