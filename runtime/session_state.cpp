@@ -2,6 +2,8 @@
 // a Session, behind a header with the model's identity and a 64-bit FNV-1a
 // checksum (the format is in docs/EMBEDDING.md). Restoring validates the whole
 // state before it writes anything, so a bad one leaves the session unchanged.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -411,17 +413,27 @@ void Session::load_state(std::span<const std::byte> in) {
     s.n_steps = 0;
 }
 
+// Written to a temporary file next to `path`, then renamed over it: a failed
+// or interrupted save never leaves a half-written state under that name.
 void Session::save_state_file(const std::filesystem::path& path) const {
     std::vector<std::byte> buf(state_bytes());
     buf.resize(save_state(buf));
-    std::FILE* f = std::fopen(path.c_str(), "wb");
+    std::filesystem::path tmp = path;
+    tmp += ".tmp" + std::to_string(::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f)
-        throw Error(ErrorKind::io, "cannot create " + path.string() + ": " + std::generic_category().message(errno));
-    const bool ok = std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
+        throw Error(ErrorKind::io, "cannot create " + tmp.string() + " (to save " + path.string() +
+                                       "): " + std::generic_category().message(errno));
+    const bool wrote = std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
     const int err = errno;
-    if (std::fclose(f) != 0 || !ok)
-        throw Error(ErrorKind::io, "cannot write " + path.string() + ": " +
-                                       std::generic_category().message(ok ? errno : err));
+    const bool closed = std::fclose(f) == 0;
+    std::error_code ec;
+    if (wrote && closed) std::filesystem::rename(tmp, path, ec);
+    if (!wrote || !closed || ec) {
+        const std::string why = ec ? ec.message() : std::generic_category().message(wrote ? errno : err);
+        std::filesystem::remove(tmp, ec);
+        throw Error(ErrorKind::io, "cannot write " + path.string() + ": " + why);
+    }
 }
 
 void Session::load_state_file(const std::filesystem::path& path) {
