@@ -70,7 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t* in = data + 1;
     const size_t n = size - 1;
     switch (data[0] % 3) {
-        case 0: state.assign(reinterpret_cast<const std::byte*>(in), reinterpret_cast<const std::byte*>(in) + n); break;
+        case 0:
+            state.assign(reinterpret_cast<const std::byte*>(in),
+                         reinterpret_cast<const std::byte*>(in) + n);
+            break;
         case 1:
             state = f.valid;
             for (size_t i = 0; i + 3 <= n; i += 3) {

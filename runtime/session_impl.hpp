@@ -51,8 +51,8 @@ struct Session::Impl {
     std::span<const float> run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
                                LogitsSink sink);
     [[noreturn]] void throw_aborted(int P, int done, int n_tokens, size_t s, int step_end);
-    [[noreturn]] void throw_non_finite(std::span<const int> tokens, int P, const std::vector<int>& buckets,
-                                       int bad_pos);
+    [[noreturn]] void throw_non_finite(std::span<const int> tokens, int P,
+                                       const std::vector<int>& buckets, int bad_pos);
 };
 
 }  // namespace staticlm

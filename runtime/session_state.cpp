@@ -81,7 +81,8 @@ uint64_t config_hash(const ModelConfig& c) {
         f.value(l.rope_long_after);
         f.value(l.rotary_dims);
         f.value(l.rope_scale);
-        for (bool b : {l.qk_norm, l.v_norm, l.k_eq_v, l.qkv_bias, l.sandwich_norms, l.layer_scalar}) f.value(b);
+        for (bool b : {l.qk_norm, l.v_norm, l.k_eq_v, l.qkv_bias, l.sandwich_norms, l.layer_scalar})
+            f.value(b);
     }
     return f.h;
 }
@@ -109,7 +110,8 @@ uint64_t weights_hash(const Model& m) {
     if (n <= kWhole) {
         f.bytes(data, n);
     } else {
-        for (size_t i = 0; i < kPieces; ++i) f.bytes(data + (n - kPiece) / (kPieces - 1) * i, kPiece);
+        for (size_t i = 0; i < kPieces; ++i)
+            f.bytes(data + (n - kPiece) / (kPieces - 1) * i, kPiece);
     }
     return f.h;
 }
@@ -191,7 +193,9 @@ struct Header {
     }
 };
 
-Error bad_state(const std::string& what) { return Error(ErrorKind::format, "saved state: " + what); }
+Error bad_state(const std::string& what) {
+    return Error(ErrorKind::format, "saved state: " + what);
+}
 Error other_session(const std::string& what) {
     return Error(ErrorKind::input, "saved state is of another session: " + what);
 }
@@ -207,19 +211,22 @@ int first_held(const StaticKVCache& cache, int il, int pos, int high_water) {
 
 size_t Session::state_bytes() const {
     const Impl& s = *impl_;
-    size_t n = kHeaderBytes + size_t(s.pos) * sizeof(int32_t) + s.last_logits.size() * sizeof(float) + kChecksumBytes;
+    size_t n = kHeaderBytes + size_t(s.pos) * sizeof(int32_t) +
+               s.last_logits.size() * sizeof(float) + kChecksumBytes;
     for (int il = 0; il < s.cache.n_layers(); ++il)
         if (s.cache.owns(il))
-            n += kLayerRecordBytes + s.cache.positions_bytes(il, s.pos - first_held(s.cache, il, s.pos, s.high_water));
+            n += kLayerRecordBytes +
+                 s.cache.positions_bytes(il, s.pos - first_held(s.cache, il, s.pos, s.high_water));
     return n;
 }
 
 size_t Session::max_state_bytes() const {
     const Impl& s = *impl_;
-    size_t n = kHeaderBytes + size_t(s.options.max_seq) * sizeof(int32_t) + s.last_logits.size() * sizeof(float) +
-               kChecksumBytes;
+    size_t n = kHeaderBytes + size_t(s.options.max_seq) * sizeof(int32_t) +
+               s.last_logits.size() * sizeof(float) + kChecksumBytes;
     for (int il = 0; il < s.cache.n_layers(); ++il)
-        if (s.cache.owns(il)) n += kLayerRecordBytes + s.cache.positions_bytes(il, s.options.max_seq);
+        if (s.cache.owns(il))
+            n += kLayerRecordBytes + s.cache.positions_bytes(il, s.options.max_seq);
     return n;
 }
 
@@ -228,8 +235,9 @@ size_t Session::save_state(std::span<std::byte> out) const {
     const Impl& s = *impl_;
     const size_t total = state_bytes();
     if (out.size() < total)
-        throw Error(ErrorKind::capacity, "saved state needs " + std::to_string(total) + " bytes, the buffer has " +
-                                             std::to_string(out.size()) + " (state_bytes() gives the size)");
+        throw Error(ErrorKind::capacity,
+                    "saved state needs " + std::to_string(total) + " bytes, the buffer has " +
+                        std::to_string(out.size()) + " (state_bytes() gives the size)");
     const Model& m = *s.model;
     Header h;
     h.config = config_hash(m.config());
@@ -279,22 +287,28 @@ void Session::load_state(std::span<const std::byte> in) {
 
     // 1. The container: size, magic, version, length, checksum.
     if (in.size() < kHeaderBytes + kChecksumBytes)
-        throw bad_state("truncated: " + std::to_string(in.size()) + " bytes, a state has at least " +
+        throw bad_state("truncated: " + std::to_string(in.size()) +
+                        " bytes, a state has at least " +
                         std::to_string(kHeaderBytes + kChecksumBytes));
     const std::byte* p = in.data();
-    if (std::memcmp(p, kMagic, 8) != 0) throw bad_state("not a staticlm saved state (no SLMSTATE magic)");
+    if (std::memcmp(p, kMagic, 8) != 0)
+        throw bad_state("not a staticlm saved state (no SLMSTATE magic)");
     if (const uint32_t v = get_u32(p + 8); v != kVersion)
         throw Error(ErrorKind::unsupported, "saved state: format version " + std::to_string(v) +
-                                                ", this library reads version " + std::to_string(kVersion));
+                                                ", this library reads version " +
+                                                std::to_string(kVersion));
     if (const uint32_t hb = get_u32(p + 12); hb != kHeaderBytes)
-        throw bad_state("header size " + std::to_string(hb) + ", version 1 has " + std::to_string(kHeaderBytes));
+        throw bad_state("header size " + std::to_string(hb) + ", version 1 has " +
+                        std::to_string(kHeaderBytes));
     const Header h = Header::read(p);
     const uint64_t room = in.size() - kHeaderBytes - kChecksumBytes;
     if (h.payload > room)
-        throw bad_state("truncated: the header announces " + std::to_string(h.payload) + " payload bytes, " +
-                        std::to_string(room) + " are there (" + std::to_string(in.size()) + " bytes in all)");
+        throw bad_state("truncated: the header announces " + std::to_string(h.payload) +
+                        " payload bytes, " + std::to_string(room) + " are there (" +
+                        std::to_string(in.size()) + " bytes in all)");
     if (h.payload < room)
-        throw bad_state(std::to_string(room - h.payload) + " bytes after the end the header announces (" +
+        throw bad_state(std::to_string(room - h.payload) +
+                        " bytes after the end the header announces (" +
                         std::to_string(kHeaderBytes + h.payload + kChecksumBytes) + " bytes)");
     Fnv sum;
     sum.bytes(p, kHeaderBytes + size_t(h.payload));
@@ -305,41 +319,47 @@ void Session::load_state(std::span<const std::byte> in) {
 
     // 2. The session it belongs to.
     if (h.config != config_hash(c))
-        throw other_session("another model (config " + hex(h.config) + ", vocab " + std::to_string(h.vocab) + ", " +
-                            std::to_string(h.n_layers) + " layers; this session's model: config " +
-                            hex(config_hash(c)) + ", vocab " + std::to_string(c.vocab) + ", " +
+        throw other_session("another model (config " + hex(h.config) + ", vocab " +
+                            std::to_string(h.vocab) + ", " + std::to_string(h.n_layers) +
+                            " layers; this session's model: config " + hex(config_hash(c)) +
+                            ", vocab " + std::to_string(c.vocab) + ", " +
                             std::to_string(c.n_layers) + " layers)");
     if (h.format != format_hash(m))
-        throw other_session("another weight format (saved with " +
-                            weights_name(h.weight_type, h.native != 0, h.act_bits) + "; this session's model has " +
-                            weights_name(uint8_t(m.weight_type()), m.native_weights(), m.act_bits()) +
-                            (h.weight_type == uint8_t(m.weight_type()) && (h.native != 0) == m.native_weights() &&
-                                     h.act_bits == m.act_bits()
-                                 ? ", with another mix of matrix formats"
-                                 : "") +
-                            ")");
+        throw other_session(
+            "another weight format (saved with " +
+            weights_name(h.weight_type, h.native != 0, h.act_bits) + "; this session's model has " +
+            weights_name(uint8_t(m.weight_type()), m.native_weights(), m.act_bits()) +
+            (h.weight_type == uint8_t(m.weight_type()) && (h.native != 0) == m.native_weights() &&
+                     h.act_bits == m.act_bits()
+                 ? ", with another mix of matrix formats"
+                 : "") +
+            ")");
     if (h.weights != weights_hash(m))
-        throw other_session("other weights of the same config and format (weights fingerprint " + hex(h.weights) +
-                            ", this session's model " + hex(weights_hash(m)) + "): another checkpoint");
+        throw other_session("other weights of the same config and format (weights fingerprint " +
+                            hex(h.weights) + ", this session's model " + hex(weights_hash(m)) +
+                            "): another checkpoint");
     if (h.kv != uint8_t(s.options.kv))
         throw other_session(std::string("another KV cache type (saved ") +
-                            (h.kv <= uint8_t(KvType::f32) ? kv_type_name(KvType(h.kv)) : "?") + ", this session " +
-                            kv_type_name(s.options.kv) + ")");
+                            (h.kv <= uint8_t(KvType::f32) ? kv_type_name(KvType(h.kv)) : "?") +
+                            ", this session " + kv_type_name(s.options.kv) + ")");
     if (h.max_seq != uint32_t(s.options.max_seq))
-        throw other_session("another capacity (saved max_seq " + std::to_string(h.max_seq) + ", this session " +
-                            std::to_string(s.options.max_seq) + ")");
+        throw other_session("another capacity (saved max_seq " + std::to_string(h.max_seq) +
+                            ", this session " + std::to_string(s.options.max_seq) + ")");
     if ((h.ring != 0) != s.options.ring_sliding)
-        throw other_session(std::string("another ring option (saved ring_sliding ") + (h.ring ? "on" : "off") +
-                            ", this session " + (s.options.ring_sliding ? "on" : "off") + ")");
+        throw other_session(std::string("another ring option (saved ring_sliding ") +
+                            (h.ring ? "on" : "off") + ", this session " +
+                            (s.options.ring_sliding ? "on" : "off") + ")");
 
     // 3. The payload, checked in full before anything is written.
     if (h.pos > uint32_t(s.options.max_seq))
-        throw bad_state("pos " + std::to_string(h.pos) + " exceeds max_seq " + std::to_string(s.options.max_seq));
+        throw bad_state("pos " + std::to_string(h.pos) + " exceeds max_seq " +
+                        std::to_string(s.options.max_seq));
     const int pos = int(h.pos);
     int n_kv_layers = 0;
     for (int il = 0; il < s.cache.n_layers(); ++il) n_kv_layers += s.cache.owns(il);
     if (h.n_kv_layers != uint32_t(n_kv_layers))
-        throw bad_state(std::to_string(h.n_kv_layers) + " K/V layers, the model has " + std::to_string(n_kv_layers));
+        throw bad_state(std::to_string(h.n_kv_layers) + " K/V layers, the model has " +
+                        std::to_string(n_kv_layers));
     const std::byte* const end = p + kHeaderBytes + h.payload;
     const std::byte* at = p + kHeaderBytes;
     auto take = [&](size_t n, const char* what) {
@@ -380,15 +400,18 @@ void Session::load_state(std::span<const std::byte> in) {
         // Full storage holds every position; a ring must hold the window before pos.
         const uint32_t limit = ring ? uint32_t(std::max(0, pos - window + 1)) : 0;
         if (first > limit)
-            throw bad_state("layer " + std::to_string(il) + " starts at position " + std::to_string(first) +
-                            ", it must hold every position from " + std::to_string(limit) +
+            throw bad_state("layer " + std::to_string(il) + " starts at position " +
+                            std::to_string(first) + ", it must hold every position from " +
+                            std::to_string(limit) +
                             (ring ? " (the sliding window before pos)" : " (full storage)"));
-        return LayerData{int(first), take(s.cache.positions_bytes(il, pos - int(first)), "the K/V of a layer")};
+        return LayerData{int(first),
+                         take(s.cache.positions_bytes(il, pos - int(first)), "the K/V of a layer")};
     };
     const std::byte* const layers_begin = at;
     for (int il = 0; il < s.cache.n_layers(); ++il)
         if (s.cache.owns(il)) (void)layer_record(il);
-    if (at != end) throw bad_state(std::to_string(end - at) + " payload bytes left after the last layer");
+    if (at != end)
+        throw bad_state(std::to_string(end - at) + " payload bytes left after the last layer");
 
     // 4. Write: tokens, logits, each layer's positions (a ring keeps the last
     //    n_slots), pos and the rewind limit of the rings.
@@ -430,7 +453,8 @@ void Session::save_state_file(const std::filesystem::path& path) const {
     std::error_code ec;
     if (wrote && closed) std::filesystem::rename(tmp, path, ec);
     if (!wrote || !closed || ec) {
-        const std::string why = ec ? ec.message() : std::generic_category().message(wrote ? errno : err);
+        const std::string why =
+            ec ? ec.message() : std::generic_category().message(wrote ? errno : err);
         std::filesystem::remove(tmp, ec);
         throw Error(ErrorKind::io, "cannot write " + path.string() + ": " + why);
     }
@@ -441,14 +465,19 @@ void Session::load_state_file(const std::filesystem::path& path) {
     const std::filesystem::file_status st = std::filesystem::status(path, ec);
     if (st.type() == std::filesystem::file_type::not_found)
         throw Error(ErrorKind::io, "cannot read saved state " + path.string() + ": no such file");
-    if (ec) throw Error(ErrorKind::io, "cannot read saved state " + path.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorKind::io,
+                    "cannot read saved state " + path.string() + ": " + ec.message());
     if (!std::filesystem::is_regular_file(st))
         throw Error(ErrorKind::io, "saved state " + path.string() + " is not a regular file");
     const uintmax_t size = std::filesystem::file_size(path, ec);
     const size_t limit = max_state_bytes();
-    if (ec) throw Error(ErrorKind::io, "cannot read saved state " + path.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorKind::io,
+                    "cannot read saved state " + path.string() + ": " + ec.message());
     if (size > limit)
-        throw Error(ErrorKind::format, "saved state " + path.string() + " is " + std::to_string(size) +
+        throw Error(ErrorKind::format, "saved state " + path.string() + " is " +
+                                           std::to_string(size) +
                                            " bytes, more than the largest state of this session (" +
                                            std::to_string(limit) + " bytes at max_seq " +
                                            std::to_string(max_seq()) + ")");
@@ -460,8 +489,9 @@ void Session::load_state_file(const std::filesystem::path& path) {
     const size_t got = std::fread(buf.data(), 1, buf.size(), f);
     std::fclose(f);
     if (got != buf.size())
-        throw Error(ErrorKind::io, "saved state " + path.string() + ": read " + std::to_string(got) + " of " +
-                                       std::to_string(buf.size()) + " bytes");
+        throw Error(ErrorKind::io, "saved state " + path.string() + ": read " +
+                                       std::to_string(got) + " of " + std::to_string(buf.size()) +
+                                       " bytes");
     try {
         load_state(buf);
     } catch (const Error& e) {

@@ -14,14 +14,14 @@
 #include "staticlm/staticlm.h"
 
 static int g_fails = 0, g_checks = 0;
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        ++g_checks;                                                                          \
-        if (!(cond)) {                                                                       \
-            ++g_fails;                                                                       \
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        ++g_checks;                                                                         \
+        if (!(cond)) {                                                                      \
+            ++g_fails;                                                                      \
             fprintf(stderr, "FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    slm_last_error());                                                       \
-        }                                                                                    \
+                    slm_last_error());                                                      \
+        }                                                                                   \
     } while (0)
 #define CHECK_ERR(call, status, needle)                                                \
     do {                                                                               \
@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
     cd.calls = 0;
     cd.stop_at = 1000;
     CHECK(slm_session_set_abort(g, count_abort, &cd) == SLM_OK);
-    CHECK(slm_prefill(g, ids, 4, NULL) == SLM_OK); /* one block of 8 with the head: asks_per_block + 1 */
+    CHECK(slm_prefill(g, ids, 4, NULL) ==
+          SLM_OK); /* one block of 8 with the head: asks_per_block + 1 */
     CHECK(cd.calls == asks_per_block + 1);
     CHECK(slm_reset(g) == SLM_OK);
     cd.calls = 0;

@@ -33,7 +33,8 @@ std::shared_ptr<const Model> load(const char* name, WeightType w) {
 
 std::vector<int> sequence(int n, int vocab, int salt) {
     std::vector<int> ids(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) ids[size_t(i)] = int((uint64_t(i) * 7919u + uint64_t(salt)) % uint64_t(vocab));
+    for (int i = 0; i < n; ++i)
+        ids[size_t(i)] = int((uint64_t(i) * 7919u + uint64_t(salt)) % uint64_t(vocab));
     return ids;
 }
 
@@ -84,7 +85,9 @@ struct Snapshot {
     std::vector<float> logits;
     Bytes state;
     explicit Snapshot(const Session& s)
-        : pos(s.pos()), tokens(s.tokens().begin(), s.tokens().end()), logits(s.logits().begin(), s.logits().end()),
+        : pos(s.pos()),
+          tokens(s.tokens().begin(), s.tokens().end()),
+          logits(s.logits().begin(), s.logits().end()),
           state(save(s)) {}
     bool operator==(const Snapshot&) const = default;
 };
@@ -103,7 +106,8 @@ TEST_CASE("saved state: bad states are clear errors and leave the session as it 
     Session source(model, options());
     source.prefill(std::span<const int>(ids.data(), 11));
     const Bytes good = save(source);
-    const size_t pos = 11, tokens_at = 80, logits_at = tokens_at + 4 * pos, layers_at = logits_at + 4 * size_t(V);
+    const size_t pos = 11, tokens_at = 80, logits_at = tokens_at + 4 * pos,
+                 layers_at = logits_at + 4 * size_t(V);
 
     Session target(model, options());
     target.prefill(std::span<const int>(ids.data() + 5, 7));
@@ -126,35 +130,68 @@ TEST_CASE("saved state: bad states are clear errors and leave the session as it 
     extended.push_back(std::byte{0});
     std::vector<Row> rows = {
         {"empty", {}, ErrorKind::format, {"truncated", "0 bytes", "at least 88"}},
-        {"header only", Bytes(good.begin(), good.begin() + 80), ErrorKind::format, {"truncated", "80 bytes"}},
-        {"cut in the K/V", Bytes(good.begin(), good.begin() + ptrdiff_t(good.size() / 2)), ErrorKind::format,
+        {"header only",
+         Bytes(good.begin(), good.begin() + 80),
+         ErrorKind::format,
+         {"truncated", "80 bytes"}},
+        {"cut in the K/V",
+         Bytes(good.begin(), good.begin() + ptrdiff_t(good.size() / 2)),
+         ErrorKind::format,
          {"truncated", "announces"}},
-        {"last byte missing", Bytes(good.begin(), good.end() - 1), ErrorKind::format, {"truncated"}},
+        {"last byte missing",
+         Bytes(good.begin(), good.end() - 1),
+         ErrorKind::format,
+         {"truncated"}},
         {"a byte too many", extended, ErrorKind::format, {"1 bytes after the end"}},
-        {"not a state", edit([](Bytes& b) { b[0] = std::byte('X'); }), ErrorKind::format, {"SLMSTATE"}},
-        {"format version 2", edit([](Bytes& b) { put32(b, 8, 2); }), ErrorKind::unsupported,
+        {"not a state",
+         edit([](Bytes& b) { b[0] = std::byte('X'); }),
+         ErrorKind::format,
+         {"SLMSTATE"}},
+        {"format version 2",
+         edit([](Bytes& b) { put32(b, 8, 2); }),
+         ErrorKind::unsupported,
          {"format version 2", "reads version 1"}},
-        {"header size", edit([](Bytes& b) { put32(b, 12, 96); }), ErrorKind::format, {"header size 96"}},
-        {"payload size", edit([](Bytes& b) { put32(b, 72, get32(b, 72) + 8); }), ErrorKind::format,
+        {"header size",
+         edit([](Bytes& b) { put32(b, 12, 96); }),
+         ErrorKind::format,
+         {"header size 96"}},
+        {"payload size",
+         edit([](Bytes& b) { put32(b, 72, get32(b, 72) + 8); }),
+         ErrorKind::format,
          {"truncated", "announces"}},
         {"a K element altered", altered, ErrorKind::format, {"checksum mismatch", "altered"}},
-        {"the checksum altered", edit([](Bytes& b) { b.back() ^= std::byte{0x80}; }), ErrorKind::format,
+        {"the checksum altered",
+         edit([](Bytes& b) { b.back() ^= std::byte{0x80}; }),
+         ErrorKind::format,
          {"checksum mismatch"}},
-        {"an altered model identity", signed_(edit([](Bytes& b) { b[16] ^= std::byte{1}; })), ErrorKind::input,
+        {"an altered model identity",
+         signed_(edit([](Bytes& b) { b[16] ^= std::byte{1}; })),
+         ErrorKind::input,
          {"another model"}},
         // The checks behind the checksum, reached with a recomputed checksum.
-        {"pos beyond max_seq", signed_(edit([](Bytes& b) { put32(b, 60, 33); })), ErrorKind::format,
+        {"pos beyond max_seq",
+         signed_(edit([](Bytes& b) { put32(b, 60, 33); })),
+         ErrorKind::format,
          {"pos 33 exceeds max_seq 32"}},
-        {"a token outside the vocabulary", signed_(edit([&](Bytes& b) { put32(b, tokens_at + 12, uint32_t(V)); })),
-         ErrorKind::format, {"token " + std::to_string(V), "position 3", "vocabulary"}},
-        {"a NaN logit", signed_(edit([&](Bytes& b) { put32(b, logits_at + 8, 0x7fc00000u); })), ErrorKind::format,
+        {"a token outside the vocabulary",
+         signed_(edit([&](Bytes& b) { put32(b, tokens_at + 12, uint32_t(V)); })),
+         ErrorKind::format,
+         {"token " + std::to_string(V), "position 3", "vocabulary"}},
+        {"a NaN logit",
+         signed_(edit([&](Bytes& b) { put32(b, logits_at + 8, 0x7fc00000u); })),
+         ErrorKind::format,
          {"logit 2 is not finite"}},
-        {"K/V layer count", signed_(edit([](Bytes& b) { put32(b, 64, 4); })), ErrorKind::format,
+        {"K/V layer count",
+         signed_(edit([](Bytes& b) { put32(b, 64, 4); })),
+         ErrorKind::format,
          {"4 K/V layers", "the model has 3"}},
-        {"a layer record out of order", signed_(edit([&](Bytes& b) { put32(b, layers_at, 1); })),
-         ErrorKind::format, {"layer record for layer 1 where layer 0"}},
+        {"a layer record out of order",
+         signed_(edit([&](Bytes& b) { put32(b, layers_at, 1); })),
+         ErrorKind::format,
+         {"layer record for layer 1 where layer 0"}},
         {"a full layer without its first positions",
-         signed_(edit([&](Bytes& b) { put32(b, layers_at + 4, 5); })), ErrorKind::format,
+         signed_(edit([&](Bytes& b) { put32(b, layers_at + 4, 5); })),
+         ErrorKind::format,
          {"layer 0 starts at position 5", "from 0"}},
     };
     for (const Row& r : rows) {
@@ -163,9 +200,11 @@ TEST_CASE("saved state: bad states are clear errors and leave the session as it 
             target.load_state(r.state);
             FAIL_CHECK("no error thrown");
         } catch (const Error& e) {
-            CHECK_MESSAGE(e.kind() == r.kind, "kind " << error_kind_name(e.kind()) << ": " << e.what());
+            CHECK_MESSAGE(e.kind() == r.kind,
+                          "kind " << error_kind_name(e.kind()) << ": " << e.what());
             for (const std::string& n : r.needles)
-                CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
+                CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos,
+                              "'" << n << "' not in: " << e.what());
         }
         CHECK(Snapshot(target) == before);
     }
@@ -177,7 +216,9 @@ TEST_CASE("saved state: bad states are clear errors and leave the session as it 
     CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("saved state: a state of another model, format, weights, cache or capacity names what differs") {
+TEST_CASE(
+    "saved state: a state of another model, format, weights, cache or capacity names what "
+    "differs") {
     const auto model = load("gemma4-e2b-like-causal", WeightType::f32);
     const std::vector<int> ids = sequence(12, model->config().vocab, 2);
     auto state_of = [&](const std::shared_ptr<const Model>& m, const SessionOptions& so) {
@@ -201,9 +242,11 @@ TEST_CASE("saved state: a state of another model, format, weights, cache or capa
     // Same config and format, other weights: synthetic weights of the same config.
     expect(state_of(Model::synthetic(model->config(), WeightType::f32, 1, 1), options()),
            {"other weights", "another checkpoint"});
-    expect(state_of(model, options(32, KvType::f32)), {"another KV cache type", "saved f32", "this session f16"});
+    expect(state_of(model, options(32, KvType::f32)),
+           {"another KV cache type", "saved f32", "this session f16"});
     expect(state_of(model, options(48)), {"another capacity", "max_seq 48", "this session 32"});
-    expect(state_of(model, options(32, KvType::f16, true)), {"another ring option", "saved ring_sliding on"});
+    expect(state_of(model, options(32, KvType::f16, true)),
+           {"another ring option", "saved ring_sliding on"});
     // The same model loaded again is the same model.
     Session again(model, options());
     again.load_state(state_of(load("gemma4-e2b-like-causal", WeightType::f32), options()));
@@ -216,20 +259,23 @@ TEST_CASE("saved state files: missing, not regular, too large, truncated") {
     Session s(model, options());
     s.prefill(std::span<const int>(ids.data(), 6));
     const Snapshot before(s);
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "staticlm_test_saved_state";
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / "staticlm_test_saved_state";
     std::filesystem::create_directories(dir);
 
     expect_error([&] { s.load_state_file(dir / "absent.slmstate"); }, ErrorKind::io,
                  {"absent.slmstate", "no such file"});
     expect_error([&] { s.load_state_file(dir); }, ErrorKind::io, {"not a regular file"});
-    expect_error([&] { s.load_state_file("/dev/zero"); }, ErrorKind::io, {"/dev/zero", "not a regular file"});
+    expect_error([&] { s.load_state_file("/dev/zero"); }, ErrorKind::io,
+                 {"/dev/zero", "not a regular file"});
     {
         std::ofstream big(dir / "big.slmstate", std::ios::binary);
         big.seekp(std::streamoff(s.max_state_bytes()));
         big.put('\0');  // one byte more than the largest state
     }
-    expect_error([&] { s.load_state_file(dir / "big.slmstate"); }, ErrorKind::format,
-                 {"big.slmstate", std::to_string(s.max_state_bytes() + 1) + " bytes", "max_seq 32"});
+    expect_error(
+        [&] { s.load_state_file(dir / "big.slmstate"); }, ErrorKind::format,
+        {"big.slmstate", std::to_string(s.max_state_bytes() + 1) + " bytes", "max_seq 32"});
     s.save_state_file(dir / "good.slmstate");
     std::filesystem::resize_file(dir / "good.slmstate", s.state_bytes() - 3);
     expect_error([&] { s.load_state_file(dir / "good.slmstate"); }, ErrorKind::format,
@@ -241,6 +287,7 @@ TEST_CASE("saved state files: missing, not regular, too large, truncated") {
 
     // A buffer too small for save_state.
     Bytes small(s.state_bytes() - 1);
-    expect_error([&] { s.save_state(small); }, ErrorKind::capacity,
-                 {"needs " + std::to_string(s.state_bytes()) + " bytes", std::to_string(small.size())});
+    expect_error(
+        [&] { s.save_state(small); }, ErrorKind::capacity,
+        {"needs " + std::to_string(s.state_bytes()) + " bytes", std::to_string(small.size())});
 }

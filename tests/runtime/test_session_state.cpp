@@ -17,8 +17,8 @@
 #include "staticlm/chat.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
-#include "staticlm/model.hpp"
 #include "staticlm/metrics.hpp"
+#include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
 
@@ -56,7 +56,9 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
 
 // Abort callbacks: one reading a flag set by another thread, one recording
 // when it is asked, one stopping at its n-th call.
-bool flag_set(void* ctx) { return static_cast<std::atomic<bool>*>(ctx)->load(std::memory_order_relaxed); }
+bool flag_set(void* ctx) {
+    return static_cast<std::atomic<bool>*>(ctx)->load(std::memory_order_relaxed);
+}
 
 struct Stamps {
     std::vector<Clock::time_point> at;  // reserved: the callback does not allocate
@@ -116,7 +118,8 @@ TEST_CASE("abort: another thread stops a 4k-token prefill within one layer's tim
     const double prefill_ms = ms(Clock::now() - t_start);
     REQUIRE(stamps.at.size() == size_t(T / 512) * size_t(L) + 1);  // + the head of the last block
     double layer_ms = 0;
-    for (size_t i = 1; i < stamps.at.size(); ++i) layer_ms = std::max(layer_ms, ms(stamps.at[i] - stamps.at[i - 1]));
+    for (size_t i = 1; i < stamps.at.size(); ++i)
+        layer_ms = std::max(layer_ms, ms(stamps.at[i] - stamps.at[i - 1]));
 
     // The same prefill, stopped from another thread halfway through.
     Session s(model, so);
@@ -140,8 +143,8 @@ TEST_CASE("abort: another thread stops a 4k-token prefill within one layer's tim
     aborter.join();
     REQUIRE(aborted);
     const double delay_ms = ms(returned - asked);
-    MESSAGE("4096-token prefill (", L, " layers, 2 threads): ", prefill_ms, " ms, slowest layer ", layer_ms,
-            " ms; abort returned after ", delay_ms, " ms at pos ", s.pos());
+    MESSAGE("4096-token prefill (", L, " layers, 2 threads): ", prefill_ms, " ms, slowest layer ",
+            layer_ms, " ms; abort returned after ", delay_ms, " ms at pos ", s.pos());
     CHECK(delay_ms <= layer_ms + 10.0);
     // Whole blocks of 512 stay; the interrupted one is gone.
     const int P = s.pos();
@@ -155,7 +158,8 @@ TEST_CASE("abort: another thread stops a 4k-token prefill within one layer's tim
     const std::vector<float> went_on = copy(s.append(slice(ids, P, T)));
     Session ref(model, so);
     if (P > 0) ref.prefill(slice(ids, 0, P));
-    const std::vector<float> expected = copy(P > 0 ? ref.append(slice(ids, P, T)) : ref.prefill(ids));
+    const std::vector<float> expected =
+        copy(P > 0 ? ref.append(slice(ids, P, T)) : ref.prefill(ids));
     CHECK(s.pos() == T);
     CHECK(same_bits(went_on, expected));
 }
@@ -192,11 +196,14 @@ TEST_CASE("abort: between the layers of an append on ring caches, then the sessi
             s.set_abort(nullptr, nullptr);
             ref.append(slice(ids, 16, 28));
             CHECK(same_bits(s.append(slice(ids, 28, 36)), ref.append(slice(ids, 28, 36))));
-            for (int p = 36; p < 40; ++p) CHECK(same_bits(s.decode(ids[size_t(p)]), ref.decode(ids[size_t(p)])));
+            for (int p = 36; p < 40; ++p)
+                CHECK(same_bits(s.decode(ids[size_t(p)]), ref.decode(ids[size_t(p)])));
         }
 }
 
-TEST_CASE("abort: a decode step stopped at its head keeps pos; an abort before the first layer of prefill empties") {
+TEST_CASE(
+    "abort: a decode step stopped at its head keeps pos; an abort before the first layer of "
+    "prefill empties") {
     const auto model = load("llama-gqa-llama3", WeightType::f32);
     const int L = model->config().n_layers, V = model->config().vocab;
     const std::vector<int> ids = sequence(12, V, 4);
@@ -210,7 +217,8 @@ TEST_CASE("abort: a decode step stopped at its head keeps pos; an abort before t
     const std::vector<float> before = copy(s.logits());
     Countdown cd{L};  // the ask before the head
     s.set_abort(Countdown::next, &cd);
-    test::expect_error([&] { s.decode(ids[10]); }, ErrorKind::aborted, {"0 of the call's 1 tokens", "pos 10"});
+    test::expect_error([&] { s.decode(ids[10]); }, ErrorKind::aborted,
+                       {"0 of the call's 1 tokens", "pos 10"});
     CHECK(s.pos() == 10);
     CHECK(same_bits(s.logits(), before));  // not updated by the aborted call
     cd = Countdown{0};
@@ -273,7 +281,8 @@ void same_continuation(Session& a, Session& b, const std::vector<int>& ids, int 
     CHECK(std::equal(a.tokens().begin(), a.tokens().end(), b.tokens().begin(), b.tokens().end()));
     CHECK(a.max_rewind() == b.max_rewind());
     CHECK(same_bits(a.append(slice(ids, from, from + 9)), b.append(slice(ids, from, from + 9))));
-    for (int p = from + 9; p < from + 14; ++p) CHECK(same_bits(a.decode(ids[size_t(p)]), b.decode(ids[size_t(p)])));
+    for (int p = from + 9; p < from + 14; ++p)
+        CHECK(same_bits(a.decode(ids[size_t(p)]), b.decode(ids[size_t(p)])));
     const int n = std::min(a.max_rewind(), 7);
     a.rewind(n);
     b.rewind(n);
@@ -347,7 +356,8 @@ TEST_CASE("saved state: a ring restores into a ring of another size") {
         Session b(model, dir ? big : small);
         b.load_state(state);
         CHECK(b.pos() == a.pos());
-        CHECK(compare_logits(b.append(slice(ids, 37, 45)), a.append(slice(ids, 37, 45))).peir <= 1e-6);
+        CHECK(compare_logits(b.append(slice(ids, 37, 45)), a.append(slice(ids, 37, 45))).peir <=
+              1e-6);
         for (int p = 45; p < 50; ++p)
             CHECK(compare_logits(b.decode(ids[size_t(p)]), a.decode(ids[size_t(p)])).peir <= 1e-6);
     }
@@ -395,7 +405,8 @@ TEST_CASE("saved state: through a file") {
     so.threads = 1;
     Session a(model, so);
     build_history(a, ids);
-    const std::filesystem::path file = std::filesystem::temp_directory_path() / "staticlm_test_state.slmstate";
+    const std::filesystem::path file =
+        std::filesystem::temp_directory_path() / "staticlm_test_state.slmstate";
     a.save_state_file(file);
     CHECK(std::filesystem::file_size(file) == a.state_bytes());
     Session b(model, so);
