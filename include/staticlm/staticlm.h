@@ -1,8 +1,9 @@
 /* The C API of staticlm, version 2: load a model, run sessions (prefill /
  * append / decode over a static KV cache), tokenize and detokenize, sample,
  * generate with a streaming callback (log-probabilities and logits on
- * request), score continuations, render chat templates, and run batched
- * sessions (many requests decoded together).
+ * request), score continuations, render chat templates, run batched
+ * sessions (many requests decoded together), abort a running call, and save
+ * and restore a session's state.
  *
  * Contract (docs/EMBEDDING.md says the same at length):
  * - Errors. Calls that can fail return an slm_status (SLM_OK = 0); calls that
@@ -43,7 +44,9 @@
  *     query calls (slm_pos, slm_max_seq, slm_batch_running, ...) read without
  *     the check: call them from the thread that owns the object.
  *   * slm_last_error() is per thread. Callbacks (progress, log, on_token,
- *     on_token_info) run on the thread that made the call, before it returns;
+ *     on_token_info, a session's abort callback) run on the thread that made
+ *     the call, before it returns; an abort callback may read a flag that
+ *     another thread sets, which is how another thread stops a call;
  *     a log callback of a model may be called from every thread that uses the
  *     model or its sessions, so it must be thread-safe itself.
  *   * The library's worker threads (threads > 1) run library code only: no
