@@ -19,6 +19,7 @@
 #include "staticlm/generate.hpp"
 #include "staticlm/metrics.hpp"
 #include "staticlm/model.hpp"
+#include "staticlm/prefix_pool.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
 
@@ -413,4 +414,31 @@ TEST_CASE("saved state: through a file") {
     b.load_state_file(file);
     std::filesystem::remove(file);
     same_continuation(a, b, ids, 37);
+}
+
+TEST_CASE("saved state: positions loaded from a prefix pool save as id -1 and restore") {
+    const auto model = load("llama-gqa-llama3", WeightType::f32);
+    const std::vector<int> ids = sequence(30, model->config().vocab, 11);
+    SessionOptions so;
+    so.max_seq = 64;
+    so.prefill_buckets = {8};
+    so.append_buckets = {4};
+    so.threads = 1;
+    Session a(model, so);
+    a.prefill(slice(ids, 0, 12));
+    PrefixPool pool(model, so, 32);
+    const int entry = pool.add(7, 12);
+    a.save_prefix(pool, entry);
+    Session b(model, so);
+    b.load_prefix(pool, entry, 12);
+    b.append(slice(ids, 12, 16));
+    REQUIRE(b.tokens().size() == 16);
+    CHECK(std::all_of(b.tokens().begin(), b.tokens().begin() + 12, [](int t) { return t == -1; }));
+    CHECK(std::equal(b.tokens().begin() + 12, b.tokens().end(), ids.begin() + 12));
+    std::vector<std::byte> state(b.state_bytes());
+    b.save_state(state);
+    Session c(model, so);
+    c.load_state(state);
+    CHECK(std::equal(c.tokens().begin(), c.tokens().end(), b.tokens().begin(), b.tokens().end()));
+    same_continuation(b, c, ids, 16);
 }
