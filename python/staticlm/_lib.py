@@ -1,0 +1,238 @@
+"""ctypes declarations of the C API (include/staticlm/staticlm.h) and the loader.
+
+The library is libstaticlm.so.1 next to this file (the wheel puts it there),
+or the file named by the environment variable STATICLM_LIBRARY. Struct
+layouts mirror the header; at load time each *_default_params() call is
+checked to report the size declared here, so a library whose structs differ
+from this binding is refused with a message instead of corrupting memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32, c_size_t,
+                    c_uint64, c_void_p)
+from pathlib import Path
+
+LIBRARY_NAME = "libstaticlm.so.1"
+API_VERSION = 1  # the SLM_API_VERSION this binding is written for
+
+# ------------------------------------------------------------------ types
+
+c_status = c_int
+LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+PROGRESS_FN = CFUNCTYPE(c_int, c_float, c_void_p)
+TOKEN_FN = CFUNCTYPE(c_int, c_int32, POINTER(c_char), c_size_t, c_void_p)
+
+
+class ModelParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("weights", c_int),
+        ("threads", c_int),
+        ("load_tokenizer", c_int),
+        ("prefer_tokenizer_json", c_int),
+        ("progress", PROGRESS_FN),
+        ("progress_user_data", c_void_p),
+        ("log", LOG_FN),
+        ("log_user_data", c_void_p),
+        ("act_bits", c_int),
+    ]
+
+
+class SessionParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("max_seq", c_int),
+        ("prefill_buckets", POINTER(c_int)),
+        ("n_prefill_buckets", c_size_t),
+        ("append_buckets", POINTER(c_int)),
+        ("n_append_buckets", c_size_t),
+        ("kv", c_int),
+        ("threads", c_int),
+        ("ring_sliding", c_int),
+    ]
+
+
+class SamplerParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("temperature", c_float),
+        ("top_k", c_int),
+        ("top_p", c_float),
+        ("min_p", c_float),
+        ("repeat_penalty", c_float),
+        ("repeat_last_n", c_int),
+        ("seed", c_uint64),
+    ]
+
+
+class GenerateParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("sampler", POINTER(SamplerParams)),
+        ("max_tokens", c_int),
+        ("stop_ids", POINTER(c_int32)),
+        ("n_stop_ids", c_size_t),
+        ("stop_strings", POINTER(c_char_p)),
+        ("n_stop_strings", c_size_t),
+        ("on_token", TOKEN_FN),
+        ("user_data", c_void_p),
+    ]
+
+
+class GenerateResult(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("stop_reason", c_int),
+        ("n_prompt_tokens", c_int),
+        ("n_generated", c_int),
+        ("prefill_seconds", c_double),
+        ("first_token_seconds", c_double),
+        ("decode_seconds", c_double),
+    ]
+
+
+class ChatMessage(Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p)]
+
+
+def _padded(struct: type) -> type:
+    """A return type with room to spare, so a library whose struct grew cannot
+    write past the buffer ctypes hands it before the size check runs (every
+    params struct is larger than 16 bytes: returned through memory)."""
+    return type(f"_Padded{struct.__name__}", (Structure,), {"_fields_": [("v", struct), ("_spare", c_char * 256)]})
+
+
+# (name, restype, argtypes)
+_FUNCTIONS = [
+    ("slm_version", c_char_p, []),
+    ("slm_api_version", c_int, []),
+    ("slm_status_name", c_char_p, [c_status]),
+    ("slm_last_error", c_char_p, []),
+    ("slm_max_threads", c_int, []),
+    ("slm_model_load", c_status, [c_char_p, POINTER(ModelParams), POINTER(c_void_p)]),
+    ("slm_model_free", None, [c_void_p]),
+    ("slm_model_vocab", c_int, [c_void_p]),
+    ("slm_model_context_length", c_int, [c_void_p]),
+    ("slm_model_bos", c_int, [c_void_p]),
+    ("slm_model_add_bos", c_int, [c_void_p]),
+    ("slm_model_eos", c_int, [c_void_p]),
+    ("slm_model_eos_ids", c_int, [c_void_p, POINTER(c_int32), c_int]),
+    ("slm_model_is_eos", c_int, [c_void_p, c_int32]),
+    ("slm_model_chat_format", c_char_p, [c_void_p]),
+    ("slm_tokenize", c_int, [c_void_p, c_char_p, c_int, POINTER(c_int32), c_int]),
+    ("slm_detokenize", c_int, [c_void_p, POINTER(c_int32), c_int, POINTER(c_char), c_int]),
+    ("slm_token_to_piece", c_int, [c_void_p, c_int32, POINTER(c_char), c_int]),
+    ("slm_detokenizer_create", c_status, [c_void_p, POINTER(c_void_p)]),
+    ("slm_detokenizer_push", c_status, [c_void_p, c_int32, POINTER(POINTER(c_char)), POINTER(c_size_t)]),
+    ("slm_detokenizer_flush", c_status, [c_void_p, POINTER(POINTER(c_char)), POINTER(c_size_t)]),
+    ("slm_detokenizer_free", None, [c_void_p]),
+    ("slm_session_create", c_status, [c_void_p, POINTER(SessionParams), POINTER(c_void_p)]),
+    ("slm_session_free", None, [c_void_p]),
+    ("slm_weights_from_name", c_int, [c_char_p]),
+    ("slm_weights_name", c_char_p, [c_int]),
+    ("slm_prefill", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(POINTER(c_float))]),
+    ("slm_append", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(POINTER(c_float))]),
+    ("slm_decode", c_status, [c_void_p, c_int32, POINTER(POINTER(c_float))]),
+    ("slm_rewind", c_status, [c_void_p, c_int]),
+    ("slm_reset", c_status, [c_void_p]),
+    ("slm_pos", c_int, [c_void_p]),
+    ("slm_max_seq", c_int, [c_void_p]),
+    ("slm_sampler_create", c_status, [c_void_p, POINTER(SamplerParams), POINTER(c_void_p)]),
+    ("slm_sampler_sample", c_status, [c_void_p, POINTER(c_float), POINTER(c_int32), c_size_t, POINTER(c_int32)]),
+    ("slm_sampler_free", None, [c_void_p]),
+    ("slm_generate", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(GenerateParams),
+                                POINTER(GenerateResult)]),
+    ("slm_chat_apply_template", c_int, [c_void_p, POINTER(ChatMessage), c_size_t, c_int, POINTER(c_char), c_int]),
+    ("slm_chat_create", c_status, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    ("slm_chat_reply", c_status, [c_void_p, c_char_p, POINTER(GenerateParams), POINTER(GenerateResult)]),
+    ("slm_chat_free", None, [c_void_p]),
+]
+
+# *_default_params() calls and the struct each returns.
+_DEFAULTS = [
+    ("slm_model_default_params", ModelParams, []),
+    ("slm_session_default_params", SessionParams, []),
+    ("slm_sampler_default_params", SamplerParams, []),
+    ("slm_model_sampler_params", SamplerParams, [c_void_p]),
+    ("slm_generate_default_params", GenerateParams, []),
+]
+
+
+def library_path() -> Path:
+    """The file this package loads: $STATICLM_LIBRARY, else libstaticlm.so.1 beside this module."""
+    env = os.environ.get("STATICLM_LIBRARY")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent / LIBRARY_NAME
+
+
+def _load() -> ctypes.CDLL:
+    path = library_path()
+    if not path.is_file():
+        how = ("STATICLM_LIBRARY names it" if os.environ.get("STATICLM_LIBRARY")
+               else "install the package with `pip install ./python`, or set STATICLM_LIBRARY")
+        raise ImportError(f"staticlm: {path} not found ({how})")
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise ImportError(f"staticlm: cannot load {path}: {e}") from e
+    for name, restype, argtypes in _FUNCTIONS:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError as e:
+            raise ImportError(f"staticlm: {path} lacks {name}: the library is older than this package") from e
+        fn.restype = restype
+        fn.argtypes = argtypes
+    api = lib.slm_api_version()
+    if api != API_VERSION:
+        raise ImportError(f"staticlm: {path} has C API version {api}, this package needs {API_VERSION}")
+    for name, struct, argtypes in _DEFAULTS:
+        fn = getattr(lib, name)
+        fn.restype = _padded(struct)
+        fn.argtypes = argtypes
+    return lib
+
+
+lib = _load()
+
+
+def check_struct_sizes() -> None:
+    """Refuses a library whose params structs are not the size declared here."""
+    for name, struct in (("slm_model_default_params", ModelParams), ("slm_session_default_params", SessionParams),
+                         ("slm_sampler_default_params", SamplerParams),
+                         ("slm_generate_default_params", GenerateParams)):
+        got = getattr(lib, name)().v.size
+        if got != ctypes.sizeof(struct):
+            raise ImportError(f"staticlm: {library_path()}: {name}() reports a {got}-byte struct, this package "
+                              f"declares {ctypes.sizeof(struct)}: the library and the package are out of step")
+
+
+check_struct_sizes()
+
+
+def model_params() -> ModelParams:
+    return lib.slm_model_default_params().v
+
+
+def session_params() -> SessionParams:
+    return lib.slm_session_default_params().v
+
+
+def sampler_params(model: int | None = None) -> SamplerParams:
+    if model is None:
+        return lib.slm_sampler_default_params().v
+    return lib.slm_model_sampler_params(model).v
+
+
+def generate_params() -> GenerateParams:
+    return lib.slm_generate_default_params().v
+
+
+def text(ptr: ctypes._Pointer | None, n: int) -> bytes:  # type: ignore[name-defined]
+    """n bytes at a char pointer (not NUL-terminated) as bytes."""
+    if n == 0 or not ptr:
+        return b""
+    return ctypes.string_at(ptr, n)

@@ -1,0 +1,405 @@
+"""Session (a static KV cache: prefill / append / decode / rewind, logits as
+NumPy views of the library's buffer), generation on it, the streaming
+TextStream (a worker thread running the C call, its token callback feeding a
+bounded queue the iterator reads), and Chat (multi-turn on one session)."""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+from ctypes import POINTER, byref, c_float, c_int, c_void_p
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import _lib
+from ._errors import check
+from ._generate import GenerationCall, TextCallback
+from ._model import Model, check_int_arg, ids_pointer, token_array
+from ._types import Generation, cstr
+
+_KV = {"f16": 0, "f32": 1}
+
+
+def _buckets(values: Sequence[int] | None, what: str) -> ctypes.Array | None:
+    if values is None:
+        return None
+    vs = [check_int_arg(v, f"{what}[{i}]") for i, v in enumerate(values)]
+    return (c_int * max(1, len(vs)))(*vs) if vs else (c_int * 1)()
+
+
+class Session:
+    """A sequence being run through a model, over a KV cache allocated once.
+
+    Args:
+        model: the Model.
+        max_seq: the capacity in tokens; 0 is min(2048, the model's context length).
+        kv: "f16" or "f32" KV cache.
+        threads: None for the model's thread count, 0 for all CPUs.
+        prefill_buckets, append_buckets: block sizes (None: derived from max_seq).
+        ring_sliding: sliding-window layers keep window + bucket slots.
+
+    prefill / append / decode return the last token's logits as a float32 NumPy
+    array of shape (vocab,) that **views the library's buffer without a copy**:
+    it is read-only and valid only until the next call on this session (the next
+    call overwrites it). Pass copy=True to get an array of your own. A session is
+    used by one thread at a time: a call while another runs (another thread, a
+    stream still generating) raises BusyError. A failed call leaves the session
+    as it was.
+    """
+
+    def __init__(self, model: Model, max_seq: int = 0, *, kv: str = "f16", threads: int | None = None,
+                 prefill_buckets: Sequence[int] | None = None, append_buckets: Sequence[int] | None = None,
+                 ring_sliding: bool = False) -> None:
+        self._handle: int | None = None
+        self._model = model  # keeps the model's callbacks alive while the session may log
+        self.vocab: int = model.vocab
+        p = _lib.session_params()
+        p.max_seq = check_int_arg(max_seq, "max_seq")
+        if kv not in _KV:
+            raise ValueError(f"kv must be 'f16' or 'f32', got {kv!r}")
+        p.kv = _KV[kv]
+        p.threads = model.threads if threads is None else check_int_arg(threads, "threads")
+        p.ring_sliding = 1 if ring_sliding else 0
+        self._prefill_buckets = _buckets(prefill_buckets, "prefill_buckets")
+        self._append_buckets = _buckets(append_buckets, "append_buckets")
+        if self._prefill_buckets is not None:
+            p.prefill_buckets = ctypes.cast(self._prefill_buckets, POINTER(c_int))
+            p.n_prefill_buckets = len(prefill_buckets or [])
+        if self._append_buckets is not None:
+            p.append_buckets = ctypes.cast(self._append_buckets, POINTER(c_int))
+            p.n_append_buckets = len(append_buckets or [])
+        handle = c_void_p()
+        check(_lib.lib.slm_session_create(model.handle, byref(p), byref(handle)))
+        self._handle = handle.value
+
+    # ------------------------------------------------------------ lifetime
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    @property
+    def handle(self) -> int:
+        """The slm_session* (for ctypes users); ValueError once closed."""
+        if self._handle is None:
+            raise ValueError("the session is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Frees the session (its KV cache). Logits views taken from it must not be used after."""
+        if self._handle is not None:
+            _lib.lib.slm_session_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def __repr__(self) -> str:
+        if self._handle is None:
+            return "staticlm.Session(closed)"
+        return f"staticlm.Session(pos={self.pos}, max_seq={self.max_seq})"
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def pos(self) -> int:
+        """Tokens in the cache: the position of the next token."""
+        return int(_lib.lib.slm_pos(self.handle))
+
+    @property
+    def max_seq(self) -> int:
+        """The capacity in tokens."""
+        return int(_lib.lib.slm_max_seq(self.handle))
+
+    def _logits(self, ptr: ctypes._Pointer, copy: bool) -> np.ndarray:  # type: ignore[name-defined]
+        buf = (c_float * self.vocab).from_address(ctypes.cast(ptr, c_void_p).value or 0)
+        buf._staticlm_session = self  # the view keeps the session (and so its buffer) alive
+        arr = np.frombuffer(buf, dtype=np.float32)
+        if copy:
+            return arr.copy()
+        arr.flags.writeable = False
+        return arr
+
+    def prefill(self, tokens: Sequence[int] | np.ndarray, copy: bool = False) -> np.ndarray:
+        """reset() + append(tokens): the last token's logits (see the class note on their lifetime)."""
+        arr = token_array(tokens)
+        out = POINTER(c_float)()
+        check(_lib.lib.slm_prefill(self.handle, ids_pointer(arr), len(arr), byref(out)))
+        return self._logits(out, copy)
+
+    def append(self, tokens: Sequence[int] | np.ndarray, copy: bool = False) -> np.ndarray:
+        """Runs tokens after those in the cache: the last token's logits."""
+        arr = token_array(tokens)
+        out = POINTER(c_float)()
+        check(_lib.lib.slm_append(self.handle, ids_pointer(arr), len(arr), byref(out)))
+        return self._logits(out, copy)
+
+    def decode(self, token: int, copy: bool = False) -> np.ndarray:
+        """Runs one token: its logits."""
+        out = POINTER(c_float)()
+        check(_lib.lib.slm_decode(self.handle, check_int_arg(token, "token"), byref(out)))
+        return self._logits(out, copy)
+
+    def rewind(self, n: int = 1) -> None:
+        """Forgets the last n tokens."""
+        check(_lib.lib.slm_rewind(self.handle, check_int_arg(n, "n")))
+
+    def reset(self) -> None:
+        """Empties the cache."""
+        check(_lib.lib.slm_reset(self.handle))
+
+    # ------------------------------------------------------------ generation
+
+    def _prompt(self, prompt: str | Sequence[int] | np.ndarray) -> np.ndarray:
+        # Text on an empty session is a prompt as `staticlm generate` takes it
+        # (BOS first); text after other tokens is a continuation (no BOS).
+        if isinstance(prompt, str) and self.pos > 0:
+            return np.array(self._model.tokenize(prompt, add_special=False), dtype=np.int32)
+        return self._model.prompt_tokens(prompt)
+
+    def _generation(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int, on_text: TextCallback | None,
+                    options: dict[str, object]) -> tuple[GenerationCall, np.ndarray]:
+        ids = self._prompt(prompt)
+        user_cb = options.pop("on_text", None)
+        if user_cb is not None and on_text is not None:
+            raise TypeError("on_text is not taken by stream(): iterate the stream instead")
+        call = GenerationCall(self._model.handle, n_predict=n_predict, on_text=on_text or user_cb,
+                              **options)  # type: ignore[arg-type]
+        return call, ids
+
+    def _run(self, call: GenerationCall, ids: np.ndarray) -> Generation:
+        handle = self.handle
+        return call.run(lambda params, result: _lib.lib.slm_generate(handle, ids_pointer(ids), len(ids), params,
+                                                                     result))
+
+    def generate(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256, **options: object) -> str:
+        """Appends prompt (a prefill when the session is empty), samples and decodes
+        until a stop, and returns the text. Options as Model.generate. The last
+        sampled token is in the cache only if another step followed it: pos says
+        what the cache holds."""
+        return self.generate_result(prompt, n_predict, **options).text
+
+    def generate_result(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256,
+                        **options: object) -> Generation:
+        """As generate(), returning the Generation (text, tokens, stop reason, timings)."""
+        call, ids = self._generation(prompt, n_predict, None, dict(options))
+        return self._run(call, ids)
+
+    def stream(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256, *,
+               _owned_session: bool = False, **options: object) -> TextStream:
+        """As generate(), but returns a TextStream yielding the text as it is generated."""
+        try:
+            opts = dict(options)
+            if "on_text" in opts:
+                raise TypeError("stream() takes no on_text: iterate the stream instead")
+            ids = self._prompt(prompt)
+            GenerationCall(self._model.handle, n_predict=n_predict, **opts)  # check the options now
+        except BaseException:
+            if _owned_session:
+                self.close()
+            raise
+
+        def start(on_text: TextCallback) -> Generation:
+            call = GenerationCall(self._model.handle, n_predict=n_predict, on_text=on_text,
+                                  **opts)  # type: ignore[arg-type]
+            return self._run(call, ids)
+        return TextStream(start, on_close=self.close if _owned_session else None)
+
+
+_DONE = object()
+
+
+class TextStream(Iterator[str]):
+    """An iterator over a generation's text pieces as they are produced.
+
+    The C call runs on a worker thread started by the first next(); its token
+    callback hands each piece to a bounded queue (so generation waits for a slow
+    reader). An exception in the C call (CapacityError, ...) is raised by next().
+    close() — also called by leaving a ``with`` block, by breaking out of a for
+    loop whose stream is then collected, and by __del__ — stops generation after
+    the current token (stop reason ABORTED) and waits for the worker. After the
+    last piece, ``result`` holds the Generation.
+    """
+
+    def __init__(self, start: Callable[[TextCallback], Generation], on_close: Callable[[], None] | None = None,
+                 max_pending: int = 64) -> None:
+        self._start: Callable[[TextCallback], Generation] | None = start
+        self._on_close = on_close
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_pending)
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._outcome: dict[str, object] = {}
+        self._finished = False
+        self.result: Generation | None = None
+
+    def __iter__(self) -> TextStream:
+        return self
+
+    def _launch(self) -> None:
+        start, q, cancel, outcome = self._start, self._queue, self._cancel, self._outcome
+        self._start = None
+        assert start is not None
+
+        def put(item: object) -> bool:
+            while True:
+                try:
+                    q.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    if cancel.is_set():
+                        return False
+
+        def on_text(token: int, piece: str) -> bool:
+            if cancel.is_set():
+                return False
+            return put(piece) if piece else True
+
+        def work() -> None:  # refers to the queue and flags only, never to the TextStream
+            try:
+                outcome["result"] = start(on_text)
+            except BaseException as e:  # noqa: BLE001 (handed to the reader)
+                outcome["error"] = e
+            finally:
+                put(_DONE)
+
+        self._thread = threading.Thread(target=work, name="staticlm-stream", daemon=True)
+        self._thread.start()
+
+    def __next__(self) -> str:
+        if self._finished:
+            raise StopIteration
+        if self._thread is None:
+            if self._start is None:
+                raise StopIteration  # closed before it started
+            self._launch()
+        item = self._queue.get()
+        if item is not _DONE:
+            return item  # type: ignore[return-value]
+        self._finish()
+        if "error" in self._outcome:
+            raise self._outcome["error"]  # type: ignore[misc]
+        raise StopIteration
+
+    def _finish(self) -> None:
+        self._finished = True
+        if self._thread is not None:
+            self._thread.join()
+        self.result = self._outcome.get("result")  # type: ignore[assignment]
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
+
+    def close(self) -> None:
+        """Stops generation (after the current token) and frees what the stream owns."""
+        if self._finished:
+            return
+        self._cancel.set()
+        self._start = None
+        if self._thread is not None:
+            while self._thread.is_alive():
+                try:
+                    self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+        self._finish()
+
+    def text(self) -> str:
+        """Reads the rest of the stream and returns it joined."""
+        return "".join(self)
+
+    def __enter__(self) -> TextStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class Chat:
+    """A multi-turn chat on one session: each reply appends only the tokens the
+    cache lacks. The chat owns its session's use: do not call the session
+    otherwise while the chat is open.
+
+    Args:
+        session: the Session (Model.start_chat() makes one).
+        system: an optional system prompt.
+    """
+
+    def __init__(self, session: Session, system: str | None = None) -> None:
+        self._handle: int | None = None
+        self._session = session
+        handle = c_void_p()
+        check(_lib.lib.slm_chat_create(session.handle, None if system is None else cstr(system, "system"),
+                                       byref(handle)))
+        self._handle = handle.value
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def handle(self) -> int:
+        if self._handle is None:
+            raise ValueError("the chat is closed")
+        return self._handle
+
+    def _call(self, user: str, n_predict: int, on_text: TextCallback | None,
+              options: dict[str, object]) -> Generation:
+        text = cstr(user, "user")
+        user_cb = options.pop("on_text", None)
+        call = GenerationCall(self._session.model.handle, n_predict=n_predict, on_text=on_text or user_cb,
+                              **options)  # type: ignore[arg-type]
+        handle = self.handle
+        return call.run(lambda params, result: _lib.lib.slm_chat_reply(handle, text, params, result))
+
+    def reply(self, user: str, n_predict: int = 512, **options: object) -> str:
+        """Renders the user turn, appends it and returns the generated reply.
+        Options as Model.generate (sampling, stop, on_text)."""
+        return self._call(user, n_predict, None, dict(options)).text
+
+    def reply_result(self, user: str, n_predict: int = 512, **options: object) -> Generation:
+        """As reply(), returning the Generation."""
+        return self._call(user, n_predict, None, dict(options))
+
+    def stream(self, user: str, n_predict: int = 512, **options: object) -> TextStream:
+        """As reply(), yielding the reply's text as it is generated."""
+        if "on_text" in options:
+            raise TypeError("stream() takes no on_text: iterate the stream instead")
+        cstr(user, "user")
+        GenerationCall(self._session.model.handle, n_predict=n_predict, **options)  # type: ignore[arg-type]
+        opts = dict(options)
+        return TextStream(lambda on_text: self._call(user, n_predict, on_text, opts))
+
+    def close(self) -> None:
+        """Frees the chat (the session stays usable)."""
+        if self._handle is not None:
+            _lib.lib.slm_chat_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Chat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
