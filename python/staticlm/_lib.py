@@ -2,9 +2,11 @@
 
 The library is libstaticlm.so.1 next to this file (the wheel puts it there),
 or the file named by the environment variable STATICLM_LIBRARY. Struct
-layouts mirror the header; at load time each *_default_params() call is
-checked to report the size declared here, so a library whose structs differ
-from this binding is refused with a message instead of corrupting memory.
+layouts mirror the header. A later C API only appends struct fields and reads
+an older `size` with the new fields at their defaults, so this binding sends
+its own sizes; at load time each *_default_params() call must report at least
+the size declared here, else the library is refused with a message instead of
+having memory misread.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c
 from pathlib import Path
 
 LIBRARY_NAME = "libstaticlm.so.1"
-API_VERSION = 1  # the SLM_API_VERSION this binding is written for
+API_VERSION = 1  # the oldest SLM_API_VERSION with every function declared here
 
 # ------------------------------------------------------------------ types
 
@@ -187,8 +189,8 @@ def _load() -> ctypes.CDLL:
         fn.restype = restype
         fn.argtypes = argtypes
     api = lib.slm_api_version()
-    if api != API_VERSION:
-        raise ImportError(f"staticlm: {path} has C API version {api}, this package needs {API_VERSION}")
+    if api < API_VERSION:
+        raise ImportError(f"staticlm: {path} has C API version {api}, this package needs {API_VERSION} or later")
     for name, struct, argtypes in _DEFAULTS:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
@@ -200,12 +202,12 @@ lib = _load()
 
 
 def check_struct_sizes() -> None:
-    """Refuses a library whose params structs are not the size declared here."""
+    """Refuses a library whose params structs are smaller than declared here."""
     for name, struct in (("slm_model_default_params", ModelParams), ("slm_session_default_params", SessionParams),
                          ("slm_sampler_default_params", SamplerParams),
                          ("slm_generate_default_params", GenerateParams)):
         got = getattr(lib, name)().v.size
-        if got != ctypes.sizeof(struct):
+        if got < ctypes.sizeof(struct) or got > ctypes.sizeof(struct) + 256:
             raise ImportError(f"staticlm: {library_path()}: {name}() reports a {got}-byte struct, this package "
                               f"declares {ctypes.sizeof(struct)}: the library and the package are out of step")
 
@@ -213,22 +215,29 @@ def check_struct_sizes() -> None:
 check_struct_sizes()
 
 
+def _ours(padded: Structure) -> Structure:
+    """The defaults as this binding's struct, with this binding's size."""
+    v = padded.v
+    v.size = ctypes.sizeof(type(v))
+    return v
+
+
 def model_params() -> ModelParams:
-    return lib.slm_model_default_params().v
+    return _ours(lib.slm_model_default_params())
 
 
 def session_params() -> SessionParams:
-    return lib.slm_session_default_params().v
+    return _ours(lib.slm_session_default_params())
 
 
 def sampler_params(model: int | None = None) -> SamplerParams:
     if model is None:
-        return lib.slm_sampler_default_params().v
-    return lib.slm_model_sampler_params(model).v
+        return _ours(lib.slm_sampler_default_params())
+    return _ours(lib.slm_model_sampler_params(model))
 
 
 def generate_params() -> GenerateParams:
-    return lib.slm_generate_default_params().v
+    return _ours(lib.slm_generate_default_params())
 
 
 def text(ptr: ctypes._Pointer | None, n: int) -> bytes:  # type: ignore[name-defined]
