@@ -271,7 +271,14 @@ class Model:
         if system is not None:
             msgs.insert(0, {"role": "system", "content": system})
         text = self.apply_chat_template(msgs, add_generation_prompt=True)
-        return np.array(self.tokenize(text, add_special=False), dtype=np.int32)
+        # Templates carry their own BOS text, except plain text, to which the
+        # chat adds the tokenizer's BOS id (add_bos), as `staticlm chat` does.
+        ids = self.tokenize(text, add_special=self.chat_format == "plain")
+        if not ids:
+            if self.bos is None:
+                raise ValueError("empty chat prompt and the model has no BOS token")
+            ids = [self.bos]
+        return np.array(ids, dtype=np.int32)
 
     # ------------------------------------------------------------ sessions and generation
 

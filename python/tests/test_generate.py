@@ -154,7 +154,12 @@ def test_chat_replies_equal_the_cli_chat(stories_q8, stories_dir, cli):
     assert "".join(chat2.stream(turns[0], n_predict=12, temperature=0)) == replies[0]
 
 
-def test_one_shot_chat_is_the_rendered_prompt_generated(stories):
+def test_one_shot_chat_equals_the_cli_chat_first_reply(stories_q8, stories_dir, cli):
+    out = run_cli(cli, "chat", "-m", str(stories_dir), "-n", "16", "--temp", "0", "-t", str(THREADS),
+                  stdin="Hello there\n")
+    assert stories_q8.chat("Hello there", n_predict=16, temperature=0) + "\n" == out
     msgs = [{"role": "user", "content": "Hello there"}]
-    ids = stories.tokenize(stories.apply_chat_template(msgs), add_special=False)
-    assert stories.chat(msgs, n_predict=10, temperature=0) == stories.generate(ids, n_predict=10, temperature=0)
+    assert stories_q8.chat(msgs, n_predict=16, temperature=0) + "\n" == out
+    out = run_cli(cli, "chat", "-m", str(stories_dir), "-n", "16", "--temp", "0", "-t", str(THREADS), "--system",
+                  "Be nice", stdin="Hello there\n")
+    assert stories_q8.chat("Hello there", n_predict=16, temperature=0, system="Be nice") + "\n" == out
