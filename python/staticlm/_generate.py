@@ -9,6 +9,8 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_int32, pointer
 from typing import Callable, Optional, Sequence
 
+import numpy as np
+
 from . import _lib
 from ._errors import check
 from ._types import INT32_MAX, UINT64_MAX, Generation, StopReason, as_strings, check_float, check_int, cstr
@@ -16,6 +18,9 @@ from ._types import INT32_MAX, UINT64_MAX, Generation, StopReason, as_strings, c
 # Called with each generated id and the text it completes ("" while text is
 # held back); token -1 once at the end for text still held. Return False to stop.
 TextCallback = Callable[[int, str], Optional[bool]]
+# Called with each generated id and the logits it was sampled from: a NumPy
+# view valid during the call only (copy it to keep it). Return False to stop.
+LogitsCallback = Callable[[int, np.ndarray], Optional[bool]]
 
 
 def sampler_params(model_handle: int, *, temperature: float | None = None, top_k: int | None = None,
@@ -46,7 +51,9 @@ class GenerationCall:
 
     def __init__(self, model_handle: int, *, n_predict: int = 256, stop: str | Sequence[str] | None = None,
                  stop_ids: Sequence[int] | None = None, ignore_eos: bool = False,
-                 on_text: TextCallback | None = None, **sampling: object) -> None:
+                 on_text: TextCallback | None = None, logprobs: int | None = None,
+                 on_logits: LogitsCallback | None = None, piece: Callable[[int], str] | None = None,
+                 **sampling: object) -> None:
         self.sampler = sampler_params(model_handle, **sampling)  # type: ignore[arg-type]
         self.params = _lib.generate_params()
         self.params.sampler = pointer(self.sampler)
@@ -70,11 +77,23 @@ class GenerationCall:
             self.params.n_stop_ids = len(ids)
 
         self.on_text = on_text
+        self.on_logits = on_logits
+        self.piece = piece
         self.tokens: list[int] = []
         self.pieces: list[str] = []
+        self.logprobs: list[dict] | None = None
         self.error: BaseException | None = None
-        self._fn = _lib.TOKEN_FN(self._callback)
-        self.params.on_token = self._fn
+        if logprobs is None and on_logits is None:
+            self._fn = _lib.TOKEN_FN(self._callback)
+            self.params.on_token = self._fn
+        else:
+            # The token-info callback (C API 2): log-probabilities and logits.
+            _lib.require(2, "logprobs / on_logits")
+            if logprobs is not None:
+                self.params.logprobs = check_int(logprobs, "logprobs", 0, 20)
+                self.logprobs = []
+            self._info_fn = _lib.TOKEN_INFO_FN(self._info_callback)
+            self.params.on_token_info = self._info_fn
         self.result = _lib.GenerateResult()
         self.result.size = ctypes.sizeof(_lib.GenerateResult)
 
@@ -94,6 +113,31 @@ class GenerationCall:
             self.error = e
             return 0
 
+    def _info_callback(self, info_ptr: object, user: object) -> int:
+        try:
+            info = info_ptr.contents  # type: ignore[attr-defined]
+            token = int(info.token)
+            if token >= 0 and self.logprobs is not None:
+                self.logprobs.append(self._logprob_entry(token, float(info.logprob),
+                                                         [info.top[k] for k in range(info.n_top)]))
+            if token >= 0 and self.on_logits is not None and info.logits:
+                view = np.ctypeslib.as_array(info.logits, shape=(int(info.n_vocab),))
+                view.flags.writeable = False
+                if self.on_logits(token, view) is False:
+                    return 0
+        except BaseException as e:  # noqa: BLE001 (as _callback)
+            self.error = e
+            return 0
+        return self._callback(info.token, info.text, info.len, user)
+
+    def _logprob_entry(self, token: int, logprob: float, top: list) -> dict:
+        piece = self.piece or (lambda t: "")
+        entry: dict = {"token": token, "piece": piece(token), "logprob": logprob}
+        if self.params.logprobs > 0:
+            entry["top"] = [{"token": int(t.token), "piece": piece(int(t.token)), "logprob": float(t.logprob)}
+                            for t in top]
+        return entry
+
     def run(self, call: Callable[[object, object], int]) -> Generation:
         """call(params_ref, result_ref) makes the C call and returns its status."""
         status = call(byref(self.params), byref(self.result))
@@ -103,4 +147,5 @@ class GenerationCall:
         r = self.result
         return Generation(text="".join(self.pieces), tokens=self.tokens, stop_reason=StopReason(r.stop_reason),
                           prompt_tokens=r.n_prompt_tokens, prefill_seconds=r.prefill_seconds,
-                          first_token_seconds=r.first_token_seconds, decode_seconds=r.decode_seconds)
+                          first_token_seconds=r.first_token_seconds, decode_seconds=r.decode_seconds,
+                          logprobs=self.logprobs)

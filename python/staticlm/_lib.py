@@ -26,6 +26,28 @@ c_status = c_int
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 PROGRESS_FN = CFUNCTYPE(c_int, c_float, c_void_p)
 TOKEN_FN = CFUNCTYPE(c_int, c_int32, POINTER(c_char), c_size_t, c_void_p)
+ABORT_FN = CFUNCTYPE(c_int, c_void_p)
+
+
+class TokenLogprob(Structure):
+    _fields_ = [("token", c_int32), ("logprob", c_float)]
+
+
+class TokenInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("token", c_int32),
+        ("text", POINTER(c_char)),
+        ("len", c_size_t),
+        ("logprob", c_float),
+        ("n_top", c_int),
+        ("top", POINTER(TokenLogprob)),
+        ("logits", POINTER(c_float)),
+        ("n_vocab", c_int),
+    ]
+
+
+TOKEN_INFO_FN = CFUNCTYPE(c_int, POINTER(TokenInfo), c_void_p)
 
 
 class ModelParams(Structure):
@@ -54,6 +76,7 @@ class SessionParams(Structure):
         ("kv", c_int),
         ("threads", c_int),
         ("ring_sliding", c_int),
+        ("all_logits", c_int),  # C API 2
     ]
 
 
@@ -81,6 +104,8 @@ class GenerateParams(Structure):
         ("n_stop_strings", c_size_t),
         ("on_token", TOKEN_FN),
         ("user_data", c_void_p),
+        ("on_token_info", TOKEN_INFO_FN),  # C API 2
+        ("logprobs", c_int),               # C API 2
     ]
 
 
@@ -90,6 +115,58 @@ class GenerateResult(Structure):
         ("stop_reason", c_int),
         ("n_prompt_tokens", c_int),
         ("n_generated", c_int),
+        ("prefill_seconds", c_double),
+        ("first_token_seconds", c_double),
+        ("decode_seconds", c_double),
+    ]
+
+
+class ScoreResult(Structure):
+    _fields_ = [("logprob", c_double), ("n_tokens", c_int), ("is_greedy", c_int)]
+
+
+class BatchParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("slots", c_int),
+        ("max_seq", c_int),
+        ("kv", c_int),
+        ("threads", c_int),
+        ("prefill_budget", c_int),
+    ]
+
+
+class BatchRequest(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("tokens", POINTER(c_int32)),
+        ("n_tokens", c_size_t),
+        ("text", c_char_p),
+        ("sampler", POINTER(SamplerParams)),
+        ("max_tokens", c_int),
+        ("stop_ids", POINTER(c_int32)),
+        ("n_stop_ids", c_size_t),
+        ("stop_strings", POINTER(c_char_p)),
+        ("n_stop_strings", c_size_t),
+        ("logprobs", c_int),
+        ("tag", c_uint64),
+    ]
+
+
+class BatchResult(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("id", c_uint64),
+        ("tag", c_uint64),
+        ("stop_reason", c_int),
+        ("n_prompt_tokens", c_int),
+        ("n_tokens", c_int),
+        ("tokens", POINTER(c_int32)),
+        ("text", POINTER(c_char)),
+        ("text_len", c_size_t),
+        ("n_top", c_int),
+        ("logprobs", POINTER(c_float)),
+        ("top", POINTER(TokenLogprob)),
         ("prefill_seconds", c_double),
         ("first_token_seconds", c_double),
         ("decode_seconds", c_double),
@@ -153,6 +230,28 @@ _FUNCTIONS = [
     ("slm_chat_free", None, [c_void_p]),
 ]
 
+# C API 2: scoring, batched sessions, saved state and abort.
+_FUNCTIONS_2 = [
+    ("slm_score", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(POINTER(c_int32)), POINTER(c_size_t),
+                             c_size_t, POINTER(ScoreResult)]),
+    ("slm_score_text", c_status, [c_void_p, c_char_p, POINTER(c_char_p), c_size_t, POINTER(ScoreResult)]),
+    ("slm_batch_create", c_status, [c_void_p, POINTER(BatchParams), POINTER(c_void_p)]),
+    ("slm_batch_free", None, [c_void_p]),
+    ("slm_batch_submit", c_status, [c_void_p, POINTER(BatchRequest), POINTER(c_uint64)]),
+    ("slm_batch_step", c_status, [c_void_p, POINTER(c_int)]),
+    ("slm_batch_collect", c_status, [c_void_p, POINTER(BatchResult), POINTER(c_int)]),
+    ("slm_batch_cancel", c_status, [c_void_p, c_uint64]),
+    ("slm_batch_slots", c_int, [c_void_p]),
+    ("slm_batch_running", c_int, [c_void_p]),
+    ("slm_batch_finished", c_int, [c_void_p]),
+    ("slm_session_set_abort", c_status, [c_void_p, ABORT_FN, c_void_p]),
+    ("slm_session_state_size", c_status, [c_void_p, POINTER(c_size_t)]),
+    ("slm_session_save", c_status, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("slm_session_load", c_status, [c_void_p, c_void_p, c_size_t]),
+    ("slm_session_save_file", c_status, [c_void_p, c_char_p]),
+    ("slm_session_load_file", c_status, [c_void_p, c_char_p]),
+]
+
 # *_default_params() calls and the struct each returns.
 _DEFAULTS = [
     ("slm_model_default_params", ModelParams, []),
@@ -160,6 +259,10 @@ _DEFAULTS = [
     ("slm_sampler_default_params", SamplerParams, []),
     ("slm_model_sampler_params", SamplerParams, [c_void_p]),
     ("slm_generate_default_params", GenerateParams, []),
+]
+_DEFAULTS_2 = [
+    ("slm_batch_default_params", BatchParams, []),
+    ("slm_batch_default_request", BatchRequest, []),
 ]
 
 
@@ -191,7 +294,16 @@ def _load() -> ctypes.CDLL:
     api = lib.slm_api_version()
     if api < API_VERSION:
         raise ImportError(f"staticlm: {path} has C API version {api}, this package needs {API_VERSION} or later")
-    for name, struct, argtypes in _DEFAULTS:
+    defaults = list(_DEFAULTS)
+    if api >= 2:
+        for name, restype, argtypes in _FUNCTIONS_2:
+            fn = getattr(lib, name, None)
+            if fn is None:
+                raise ImportError(f"staticlm: {path} has C API {api} but lacks {name}")
+            fn.restype = restype
+            fn.argtypes = argtypes
+        defaults += _DEFAULTS_2
+    for name, struct, argtypes in defaults:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
         fn.argtypes = argtypes
@@ -199,17 +311,37 @@ def _load() -> ctypes.CDLL:
 
 
 lib = _load()
+api_version: int = int(lib.slm_api_version())
+
+
+def require(version: int, what: str) -> None:
+    """Refuses a feature the loaded library's C API does not have."""
+    if api_version < version:
+        raise RuntimeError(f"{what} needs C API {version}; {library_path()} has C API {api_version}")
+
+
+def _size_of(struct: type) -> int:
+    """This binding's size of a struct as the loaded library knows it: the C API 1
+    layout (before the fields C API 2 appended) for a C API 1 library."""
+    if api_version < 2:
+        first_v2 = {SessionParams: SessionParams.all_logits, GenerateParams: GenerateParams.on_token_info}.get(struct)
+        if first_v2 is not None:  # the C API 1 sizeof: up to that field, rounded up to the alignment
+            align = ctypes.alignment(struct)
+            return (first_v2.offset + align - 1) // align * align
+    return ctypes.sizeof(struct)
 
 
 def check_struct_sizes() -> None:
     """Refuses a library whose params structs are smaller than declared here."""
-    for name, struct in (("slm_model_default_params", ModelParams), ("slm_session_default_params", SessionParams),
-                         ("slm_sampler_default_params", SamplerParams),
-                         ("slm_generate_default_params", GenerateParams)):
-        got = getattr(lib, name)().v.size
-        if got < ctypes.sizeof(struct) or got > ctypes.sizeof(struct) + 256:
+    checks = [("slm_model_default_params", ModelParams), ("slm_session_default_params", SessionParams),
+              ("slm_sampler_default_params", SamplerParams), ("slm_generate_default_params", GenerateParams)]
+    if api_version >= 2:
+        checks += [("slm_batch_default_params", BatchParams), ("slm_batch_default_request", BatchRequest)]
+    for name, struct in checks:
+        got, ours = getattr(lib, name)().v.size, _size_of(struct)
+        if got < ours or got > ctypes.sizeof(struct) + 256:
             raise ImportError(f"staticlm: {library_path()}: {name}() reports a {got}-byte struct, this package "
-                              f"declares {ctypes.sizeof(struct)}: the library and the package are out of step")
+                              f"declares {ours}: the library and the package are out of step")
 
 
 check_struct_sizes()
@@ -218,7 +350,7 @@ check_struct_sizes()
 def _ours(padded: Structure) -> Structure:
     """The defaults as this binding's struct, with this binding's size."""
     v = padded.v
-    v.size = ctypes.sizeof(type(v))
+    v.size = _size_of(type(v))
     return v
 
 
@@ -237,7 +369,18 @@ def sampler_params(model: int | None = None) -> SamplerParams:
 
 
 def generate_params() -> GenerateParams:
-    return _ours(lib.slm_generate_default_params())
+    p = _ours(lib.slm_generate_default_params())
+    if api_version < 2:
+        p.logprobs = -1  # not in the C API 1 layout: never sent
+    return p
+
+
+def batch_params() -> BatchParams:
+    return _ours(lib.slm_batch_default_params())
+
+
+def batch_request() -> BatchRequest:
+    return _ours(lib.slm_batch_default_request())
 
 
 def text(ptr: ctypes._Pointer | None, n: int) -> bytes:  # type: ignore[name-defined]

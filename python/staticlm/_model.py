@@ -9,14 +9,14 @@ import ctypes
 import logging
 from ctypes import POINTER, byref, c_char, c_int32, c_size_t, c_void_p
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
 from . import _lib
 from ._errors import check, check_count
 from ._generate import sampler_params
-from ._types import INT32_MAX, Message, check_int, cstr, message_pair
+from ._types import INT32_MAX, Message, Score, check_int, cstr, message_pair
 
 if TYPE_CHECKING:
     from ._session import Chat, Session, TextStream
@@ -291,11 +291,36 @@ class Model:
 
     def session(self, max_seq: int = 0, *, kv: str = "f16", threads: int | None = None,
                 prefill_buckets: Sequence[int] | None = None, append_buckets: Sequence[int] | None = None,
-                ring_sliding: bool = False) -> Session:
+                ring_sliding: bool = False, all_logits: bool = False, interruptible: bool = True) -> Session:
         """A new Session on this model (see Session)."""
         from ._session import Session
         return Session(self, max_seq, kv=kv, threads=threads, prefill_buckets=prefill_buckets,
-                       append_buckets=append_buckets, ring_sliding=ring_sliding)
+                       append_buckets=append_buckets, ring_sliding=ring_sliding, all_logits=all_logits,
+                       interruptible=interruptible)
+
+    def score(self, prompt: str, continuations: Sequence[str], *, max_seq: int = 0) -> list[Score]:
+        """lm-eval-harness loglikelihood: for each continuation of prompt, the sum of
+        its tokens' log-probabilities, their count and whether greedy decoding gives
+        them, with BATCH.md's tokenization boundary rule (C API 2; on a fresh session
+        of max_seq tokens with all_logits)."""
+        with self.session(max_seq, all_logits=True) as s:
+            return s.score_text(prompt, continuations)
+
+    def batch(self, requests: Sequence[Mapping[str, object]], *, slots: int = 16, max_seq: int = 0,
+              kv: str = "f16", threads: int | None = None, seed: int = 42, **defaults: object) -> list[dict]:
+        """Runs requests (dicts with the fields of a `staticlm batch` JSONL line) on a
+        batched session of `slots` sequences and returns one result dict per request,
+        in input order, with the fields of the JSONL results (docs/BATCH.md): "id",
+        "finish_reason", "text", "tokens", "prompt_tokens", "seed", "timing", "logprobs",
+        "scores", "choice", "error", "meta". seed is the command's --seed (requests
+        without "seed" derive theirs from it and their id); defaults are its flags
+        n_predict, temperature, top_k, top_p, min_p, repetition_penalty and stop.
+        A bad request becomes an error result; duplicate ids raise ValueError before
+        anything runs. Needs C API 2. python/README.md lists what differs from the
+        command."""
+        from ._batch import run_batch
+        return run_batch(self, requests, slots=slots, max_seq=max_seq, kv=kv, threads=threads, seed=seed,
+                         defaults=defaults)
 
     def generate(self, prompt: str | Sequence[int], n_predict: int = 256, *, max_seq: int = 0,
                  **options: object) -> str:

@@ -31,6 +31,8 @@ class Generation:
         stop_reason: why it ended.
         prompt_tokens: ids of the prompt that was appended.
         prefill_seconds, first_token_seconds, decode_seconds: timings as the C API reports them.
+        logprobs: with logprobs=N, per generated token {"token", "piece", "logprob", "top"}
+            as `staticlm generate --logprobs N` prints them ("top" only for N >= 1).
     """
 
     text: str
@@ -40,6 +42,24 @@ class Generation:
     prefill_seconds: float = 0.0
     first_token_seconds: float = 0.0
     decode_seconds: float = 0.0
+    logprobs: list[dict] | None = None
+
+
+@dataclass
+class Score:
+    """One continuation's score (lm-eval-harness loglikelihood; BATCH.md's "scores").
+
+    Attributes:
+        text: the continuation as given.
+        logprob: the sum of its tokens' log-probabilities given the prompt (natural log).
+        tokens: its token count.
+        greedy: whether greedy decoding would produce exactly those tokens.
+    """
+
+    text: str
+    logprob: float
+    tokens: int
+    greedy: bool
 
 
 # A chat message: {"role": ..., "content": ...} or (role, content).

@@ -1,0 +1,435 @@
+"""Model.batch: a list of request dicts in, result dicts out, with the fields
+and semantics of `staticlm batch`'s JSONL (docs/BATCH.md), run on the C API's
+batched session (slm_batch_*: submit, step, collect) and, for scoring
+requests, slm_score_text on one extra session with all_logits.
+
+What differs from the command: requests are Python objects (no JSON text, so
+no line-length, nesting or malformed-JSON errors), results come back in input
+order without "line", a bad request's message starts with "request I:" (its
+0-based index) where the command's starts with "line N:", and "enable_thinking" / "hide_thinking" are refused (the C API
+has no thinking option)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from collections import deque
+from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_uint64, c_void_p
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+
+from . import _lib
+from ._errors import StaticlmError, check
+from ._generate import sampler_params
+from ._types import StopReason, cstr
+
+if TYPE_CHECKING:
+    from ._model import Model
+
+_KNOWN = ("id, prompt, messages, n_predict, temperature, top_k, top_p, min_p, repetition_penalty, seed, stop, "
+          "enable_thinking, hide_thinking, logprobs, score, choices, meta")
+_SCORING_FIELDS = {"id", "prompt", "messages", "score", "choices", "meta"}
+_FINISH = {StopReason.EOS: "stop", StopReason.STRING: "stop", StopReason.MAX_TOKENS: "length",
+           StopReason.CAPACITY: "capacity", StopReason.ABORTED: "cancelled"}
+_MASK64 = (1 << 64) - 1
+
+
+def fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & _MASK64
+    return h
+
+
+def splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def request_seed(base_seed: int, request_id: str) -> int:
+    """The seed of a request without "seed": the low 31 bits of
+    splitmix64(base_seed ^ fnv1a64(id)), as `staticlm batch` derives it."""
+    return splitmix64(base_seed ^ fnv1a64(request_id.encode("utf-8", "surrogatepass"))) & 0x7FFFFFFF
+
+
+class _Bad(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _type_name(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "array"
+    if isinstance(v, Mapping):
+        return "object"
+    return type(v).__name__
+
+
+def _bad_field(name: str, must: str, v: object) -> _Bad:
+    shown = repr(v)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return _Bad("input", f'field "{name}" must be {must}, got {_type_name(v)} {shown}')
+
+
+def _int_field(name: str, v: object, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
+        raise _bad_field(name, f"an integer in [{lo}, {hi}]", v)
+    return int(v)
+
+
+def _number_field(name: str, v: object, must: str, ok) -> float:  # noqa: ANN001
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise _bad_field(name, must, v)
+    d = float(v)
+    if not math.isfinite(d) or not ok(d):
+        raise _bad_field(name, must, v)
+    return d
+
+
+def _string_field(name: str, v: object) -> str:
+    if not isinstance(v, str):
+        raise _bad_field(name, "a string", v)
+    return v
+
+
+class _Request:
+    """One request, checked as batch_io.cpp's parse_request checks a line."""
+
+    def __init__(self, index: int, raw: object, base_seed: int):
+        self.index = index
+        self.id: object = None
+        self.key = f"#{index}"
+        self.meta: object = None
+        self.has_meta = False
+        self.prompt: str | None = None
+        self.messages: list[tuple[str, str]] | None = None
+        self.fields: dict[str, object] = {}
+        self.score: list[str] | None = None
+        self.choices = False
+        self.seed = 0
+        self.error: _Bad | None = None
+        try:
+            self._parse(raw, base_seed)
+        except _Bad as e:
+            self.error = _Bad(e.kind, f"request {index}: {e}")
+
+    def _parse(self, raw: object, base_seed: int) -> None:
+        if not isinstance(raw, Mapping):
+            raise _Bad("format", f"not an object but {_type_name(raw)}")
+        if "meta" in raw:
+            self.meta, self.has_meta = raw["meta"], True
+        if "id" not in raw:
+            raise _Bad("input", 'no "id"')
+        rid = raw["id"]
+        if isinstance(rid, str):
+            if not rid:
+                raise _Bad("input", '"id" is an empty string')
+            if len(rid.encode("utf-8", "surrogatepass")) > 1024:
+                raise _Bad("input", '"id" is longer than 1024 bytes')
+            canonical = rid
+        elif isinstance(rid, (int, np.integer)) and not isinstance(rid, bool) and -(2**63) <= int(rid) < 2**64:
+            canonical = str(int(rid))
+        else:
+            raise _Bad("input", f'"id" must be a string or an integer, got {_type_name(rid)}')
+        self.id, self.key = rid, "=" + canonical
+
+        generation_field = None
+        have_seed = False
+        for k, v in raw.items():
+            if not isinstance(k, str):
+                raise _Bad("input", f"field names must be strings, got {k!r}")
+            if k not in _SCORING_FIELDS and generation_field is None:
+                generation_field = k
+            if k in ("id", "meta"):
+                continue
+            if k == "prompt":
+                self.prompt = _string_field(k, v)
+            elif k == "messages":
+                if not isinstance(v, (list, tuple)) or not v:
+                    raise _bad_field(k, "a non-empty array of {role, content}", v)
+                msgs = []
+                for i, m in enumerate(v):
+                    at = f"messages[{i}]"
+                    if not isinstance(m, Mapping):
+                        raise _bad_field(at, 'an object {"role", "content"}', m)
+                    for f in m:
+                        if f not in ("role", "content"):
+                            raise _Bad("input", f'unknown field "{at}.{f}" (a message has role and content)')
+                    if "role" not in m or "content" not in m:
+                        raise _Bad("input", f'{at} needs "role" and "content"')
+                    role = _string_field(at + ".role", m["role"])
+                    content = _string_field(at + ".content", m["content"])
+                    if role not in ("system", "user", "assistant"):
+                        raise _Bad("input", f'{at}.role must be system, user or assistant, got "{role}"')
+                    msgs.append((role, content))
+                self.messages = msgs
+            elif k == "n_predict":
+                self.fields[k] = _int_field(k, v, 0, 1 << 30)
+            elif k == "temperature":
+                self.fields[k] = _number_field(k, v, "a number >= 0", lambda d: d >= 0)
+            elif k == "top_k":
+                self.fields[k] = _int_field(k, v, 0, 1 << 30)
+            elif k == "top_p":
+                self.fields[k] = _number_field(k, v, "a number in (0, 1]", lambda d: 0 < d <= 1)
+            elif k == "min_p":
+                self.fields[k] = _number_field(k, v, "a number in [0, 1]", lambda d: 0 <= d <= 1)
+            elif k == "repetition_penalty":
+                self.fields[k] = _number_field(k, v, "a number > 0", lambda d: d > 0)
+            elif k == "seed":
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 2**64:
+                    raise _bad_field(k, "an integer in [0, 2^64)", v)
+                self.seed, have_seed = int(v), True
+            elif k == "stop":
+                if isinstance(v, str):
+                    stops = [v]
+                elif isinstance(v, (list, tuple)):
+                    stops = [_string_field(f"stop[{i}]", s) for i, s in enumerate(v)]
+                else:
+                    raise _bad_field(k, "a string or an array of strings", v)
+                if any(not s for s in stops):
+                    raise _Bad("input", 'field "stop" holds an empty string')
+                self.fields[k] = stops
+            elif k in ("enable_thinking", "hide_thinking"):
+                raise _Bad("unsupported", f'field "{k}" is not supported by the Python binding (the C API has '
+                                          "no thinking option; use `staticlm batch`)")
+            elif k == "logprobs":
+                self.fields[k] = _int_field(k, v, 0, 20)
+            elif k in ("score", "choices"):
+                if self.score is not None:
+                    raise _Bad("input", 'give "score" or "choices", not both')
+                if not isinstance(v, (list, tuple)) or not v:
+                    raise _bad_field(k, "a non-empty array of non-empty strings", v)
+                conts = [_string_field(f"{k}[{i}]", s) for i, s in enumerate(v)]
+                for i, s in enumerate(conts):
+                    if not s:
+                        raise _Bad("input", f'field "{k}[{i}]" is an empty string')
+                self.score, self.choices = conts, k == "choices"
+            else:
+                raise _Bad("input", f'unknown field "{k}" (known: {_KNOWN})')
+        if (self.prompt is None) == (self.messages is None):
+            raise _Bad("input", 'give "prompt" or "messages", not both' if self.prompt is not None
+                       else 'no "prompt" or "messages"')
+        if self.score is not None:
+            what = '"choices"' if self.choices else '"score"'
+            if self.messages is not None:
+                raise _Bad("input", f'{what} goes with "prompt": chat requests are not scored')
+            if generation_field is not None:
+                raise _Bad("input", f'field "{generation_field}" is for generation; {what} generates nothing')
+        if not have_seed:
+            self.seed = request_seed(base_seed, canonical)
+
+
+def _error_result(r: _Request, kind: str, message: str) -> dict:
+    out = {"id": r.id, "finish_reason": "error", "error": {"kind": kind, "message": message}}
+    if r.has_meta:
+        out["meta"] = r.meta
+    return out
+
+
+def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: int, max_seq: int, kv: str,
+              threads: int | None, seed: int, defaults: Mapping[str, object]) -> list[dict]:
+    """See Model.batch. defaults: n_predict, temperature, top_k, top_p, min_p,
+    repetition_penalty, stop — the command's flags, used where a request has no value."""
+    _lib.require(2, "batch")
+    unknown = set(defaults) - {"n_predict", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "stop"}
+    if unknown:
+        raise TypeError(f"batch() got unexpected defaults: {', '.join(sorted(unknown))}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an integer in [0, 2^64), got {seed!r}")
+    parsed = [_Request(i, raw, seed) for i, raw in enumerate(requests)]
+    seen: dict[str, int] = {}
+    for r in parsed:
+        if r.key in seen:  # refused up front, as the command does: nothing runs
+            raise ValueError(f"duplicate id {r.id!r} in requests {seen[r.key]} and {r.index} (ids must be unique; "
+                             "nothing was run)")
+        seen[r.key] = r.index
+
+    results: list[dict | None] = [None] * len(parsed)
+    gen: deque[_Request] = deque()
+    scoring: list[_Request] = []
+    for r in parsed:
+        if r.error is not None:
+            results[r.index] = _error_result(r, r.error.kind, str(r.error))
+        elif r.score is not None:
+            scoring.append(r)
+        else:
+            gen.append(r)
+
+    if scoring:
+        _run_scoring(model, scoring, results, max_seq=max_seq, kv=kv, threads=threads)
+    if gen:
+        _run_generation(model, gen, results, slots=slots, max_seq=max_seq, kv=kv, threads=threads,
+                        defaults=defaults)
+    return [r if r is not None else {} for r in results]
+
+
+def _run_scoring(model: Model, scoring: list[_Request], results: list[dict | None], *, max_seq: int, kv: str,
+                 threads: int | None) -> None:
+    with model.session(max_seq, kv=kv, threads=threads, all_logits=True) as s:
+        for r in scoring:
+            t0 = time.perf_counter()
+            assert r.prompt is not None and r.score is not None
+            try:
+                scores = s.score_text(r.prompt, r.score)
+            except StaticlmError as e:
+                results[r.index] = _error_result(r, e.status_name, e.message)
+                continue
+            out: dict = {"id": r.id, "finish_reason": "scored",
+                         "scores": [{"text": c.text, "logprob": c.logprob, "tokens": c.tokens, "greedy": c.greedy}
+                                    for c in scores]}
+            if r.choices:
+                best = 0
+                for i, c in enumerate(scores):
+                    if c.logprob > scores[best].logprob:
+                        best = i
+                out["choice"] = r.score[best]
+            out["prompt_tokens"] = s.pos  # slm_score leaves the session holding the prompt
+            out["timing"] = {"total_ms": (time.perf_counter() - t0) * 1e3}
+            if r.has_meta:
+                out["meta"] = r.meta
+            results[r.index] = out
+
+
+class _Submitted:
+    """The ctypes objects a submitted request points at (kept until it is collected)."""
+
+    def __init__(self, r: _Request, ids: np.ndarray, sampler: _lib.SamplerParams, stops: list[bytes],
+                 logprobs: int):
+        self.request = r
+        self.ids = ids
+        self.sampler = sampler
+        self.stops = (c_char_p * max(1, len(stops)))(*stops)
+        self.n_stops = len(stops)
+        self.logprobs = logprobs
+        self.submitted_at = 0.0
+
+
+def _run_generation(model: Model, pending: deque[_Request], results: list[dict | None], *, slots: int,
+                    max_seq: int, kv: str, threads: int | None, defaults: Mapping[str, object]) -> None:
+    bp = _lib.batch_params()
+    bp.slots = slots
+    bp.max_seq = max_seq
+    bp.kv = {"f16": 0, "f32": 1}.get(kv, -1)
+    if bp.kv < 0:
+        raise ValueError(f"kv must be 'f16' or 'f32', got {kv!r}")
+    bp.threads = model.threads if threads is None else threads
+    handle = c_void_p()
+    check(_lib.lib.slm_batch_create(model.handle, byref(bp), byref(handle)))
+    batch = handle.value
+    running: dict[int, _Submitted] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < slots:
+                r = pending.popleft()
+                sub = _prepare(model, r, defaults, results)
+                if sub is None:
+                    continue
+                req = _lib.batch_request()
+                req.tokens = sub.ids.ctypes.data_as(POINTER(c_int32))
+                req.n_tokens = len(sub.ids)
+                req.sampler = ctypes.pointer(sub.sampler)
+                req.max_tokens = int(r.fields.get("n_predict", defaults.get("n_predict", 256)))  # type: ignore
+                if sub.n_stops:
+                    req.stop_strings = ctypes.cast(sub.stops, POINTER(c_char_p))
+                    req.n_stop_strings = sub.n_stops
+                req.logprobs = sub.logprobs
+                req.tag = r.index
+                rid = c_uint64()
+                sub.submitted_at = time.perf_counter()
+                status = _lib.lib.slm_batch_submit(batch, byref(req), byref(rid))
+                if status != 0:
+                    e = _error(status)
+                    results[r.index] = _error_result(r, e.status_name, e.message)
+                    continue
+                running[int(rid.value)] = sub
+            if not running:
+                continue
+            check(_lib.lib.slm_batch_step(batch, None))
+            _collect(model, batch, running, results)
+    finally:
+        _lib.lib.slm_batch_free(batch)
+
+
+def _error(status: int) -> StaticlmError:
+    from ._errors import error
+    return error(status)
+
+
+def _prepare(model: Model, r: _Request, defaults: Mapping[str, object],
+             results: list[dict | None]) -> _Submitted | None:
+    """Prompt ids and settings of a generation request; an error result when they fail."""
+    try:
+        if r.messages is not None:
+            ids = model.chat_prompt(r.messages)
+        else:
+            assert r.prompt is not None
+            ids = model.prompt_tokens(r.prompt)
+        f = {**{k: v for k, v in defaults.items()}, **r.fields}
+        sp = sampler_params(model.handle, temperature=f.get("temperature"), top_k=f.get("top_k"),  # type: ignore
+                            top_p=f.get("top_p"), min_p=f.get("min_p"),  # type: ignore[arg-type]
+                            repeat_penalty=f.get("repetition_penalty"), seed=r.seed)  # type: ignore[arg-type]
+        stops = f.get("stop") or []
+        if isinstance(stops, str):
+            stops = [stops]
+        encoded = [cstr(s, "stop") for s in stops]  # type: ignore[union-attr]
+        logprobs = int(r.fields.get("logprobs", -1))  # type: ignore[arg-type]
+        return _Submitted(r, ids, sp, encoded, logprobs)
+    except StaticlmError as e:
+        results[r.index] = _error_result(r, e.status_name, e.message)
+    except (TypeError, ValueError) as e:
+        results[r.index] = _error_result(r, "input", str(e))
+    return None
+
+
+def _collect(model: Model, batch: int, running: dict[int, _Submitted], results: list[dict | None]) -> None:
+    while True:
+        res = _lib.BatchResult()
+        res.size = ctypes.sizeof(_lib.BatchResult)
+        got = c_int()
+        check(_lib.lib.slm_batch_collect(batch, byref(res), byref(got)))
+        if not got.value:
+            return
+        done = time.perf_counter()
+        sub = running.pop(int(res.id))
+        r = sub.request
+        n = int(res.n_tokens)
+        tokens = [int(res.tokens[i]) for i in range(n)]
+        out: dict = {"id": r.id, "finish_reason": _FINISH.get(StopReason(res.stop_reason), "stop"),
+                     "text": _lib.text(res.text, int(res.text_len)).decode("utf-8", "replace"), "tokens": tokens}
+        if sub.logprobs >= 0 and res.logprobs:
+            n_top = int(res.n_top)
+            entries = []
+            for i in range(n):
+                e: dict = {"token": tokens[i], "piece": model.token_to_piece(tokens[i]),
+                           "logprob": float(res.logprobs[i])}
+                if sub.logprobs > 0:
+                    e["top"] = [{"token": int(t.token), "piece": model.token_to_piece(int(t.token)),
+                                 "logprob": float(t.logprob)}
+                                for t in (res.top[i * n_top + k] for k in range(n_top))]
+                entries.append(e)
+            out["logprobs"] = entries
+        out["prompt_tokens"] = int(res.n_prompt_tokens)
+        out["seed"] = r.seed
+        decode = float(res.decode_seconds)
+        steps = max(0, n - 1)
+        out["timing"] = {"prefill_ms": float(res.prefill_seconds) * 1e3,
+                         "first_token_ms": float(res.first_token_seconds) * 1e3, "decode_ms": decode * 1e3,
+                         "total_ms": (done - sub.submitted_at) * 1e3,
+                         "decode_tok_per_s": steps / decode if decode > 0 else 0.0}
+        if r.has_meta:
+            out["meta"] = r.meta
+        results[r.index] = out
