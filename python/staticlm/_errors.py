@@ -4,6 +4,7 @@ status) carrying slm_last_error()'s message and the status name."""
 from __future__ import annotations
 
 import enum
+import sys
 
 from ._lib import lib
 
@@ -120,3 +121,24 @@ def check_count(n: int) -> int:
         # unknown here, so such failures are InputError unless the text says.
         raise InputError(Status.INPUT, msg)
     return n
+
+
+# An exception raised before a callback's own try block — a KeyboardInterrupt
+# delivered at the function's first instruction — escapes into ctypes, which
+# reports it through sys.unraisablehook and returns an undefined value. The
+# callbacks of this package carry a `_staticlm_sink` (on the function, or on
+# the object of a bound method) that takes such an exception instead, so the
+# call that ran the callback raises it once it returns.
+_previous_unraisablehook = sys.unraisablehook
+
+
+def _unraisablehook(unraisable: "sys.UnraisableHookArgs") -> None:
+    obj = unraisable.object
+    sink = getattr(obj, "_staticlm_sink", None) or getattr(getattr(obj, "__self__", None), "_staticlm_sink", None)
+    if sink is not None and unraisable.exc_value is not None:
+        sink(unraisable.exc_value)
+        return
+    _previous_unraisablehook(unraisable)
+
+
+sys.unraisablehook = _unraisablehook

@@ -97,6 +97,11 @@ class GenerationCall:
         self.result = _lib.GenerateResult()
         self.result.size = ctypes.sizeof(_lib.GenerateResult)
 
+    def _staticlm_sink(self, e: BaseException) -> None:
+        """Takes an exception that escaped a callback before its try (see _errors)."""
+        if self.error is None:
+            self.error = e
+
     def _callback(self, token: int, text: object, n: int, user: object) -> int:
         # Never let an exception escape into C: ctypes would print it and
         # return an undefined value. Record it, stop, and raise it afterwards.

@@ -120,6 +120,7 @@ class Model:
                 except BaseException as e:  # noqa: BLE001 (re-raised below)
                     progress_error.append(e)
                     return 0
+            on_progress._staticlm_sink = progress_error.append  # type: ignore[attr-defined]
             self._progress_fn = _lib.PROGRESS_FN(on_progress)
             p.progress = self._progress_fn
         if log is True:

@@ -100,6 +100,7 @@ class Session:
                 except BaseException as e:  # noqa: BLE001 (raised again after the call)
                     box.append(e)
                     return 1
+            ask_abort._staticlm_sink = box.append  # type: ignore[attr-defined]
             self._abort_fn = _lib.ABORT_FN(ask_abort)
             check(_lib.lib.slm_session_set_abort(self._handle, self._abort_fn, None))
 
