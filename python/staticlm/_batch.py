@@ -16,7 +16,7 @@ import math
 import time
 from collections import deque
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_uint64, c_void_p
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -330,6 +330,7 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
     handle = c_void_p()
     check(_lib.lib.slm_batch_create(model.handle, byref(bp), byref(handle)))
     batch = handle.value
+    assert batch is not None
     running: dict[int, _Submitted] = {}
     try:
         while pending or running:
@@ -382,11 +383,11 @@ def _prepare(model: Model, r: _Request, defaults: Mapping[str, object],
         sp = sampler_params(model.handle, temperature=f.get("temperature"), top_k=f.get("top_k"),  # type: ignore
                             top_p=f.get("top_p"), min_p=f.get("min_p"),  # type: ignore[arg-type]
                             repeat_penalty=f.get("repetition_penalty"), seed=r.seed)  # type: ignore[arg-type]
-        stops = f.get("stop") or []
+        stops: Any = f.get("stop") or []
         if isinstance(stops, str):
             stops = [stops]
-        encoded = [cstr(s, "stop") for s in stops]  # type: ignore[union-attr]
-        logprobs = int(r.fields.get("logprobs", -1))  # type: ignore[arg-type]
+        encoded = [cstr(s, "stop") for s in stops]
+        logprobs = int(r.fields.get("logprobs", -1))  # type: ignore[call-overload]
         return _Submitted(r, ids, sp, encoded, logprobs)
     except StaticlmError as e:
         results[r.index] = _error_result(r, e.status_name, e.message)

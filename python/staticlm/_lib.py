@@ -16,6 +16,7 @@ import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32, c_size_t,
                     c_uint64, c_void_p)
 from pathlib import Path
+from typing import Any
 
 LIBRARY_NAME = "libstaticlm.so.1"
 API_VERSION = 1  # the oldest SLM_API_VERSION with every function declared here
@@ -253,14 +254,14 @@ _FUNCTIONS_2 = [
 ]
 
 # *_default_params() calls and the struct each returns.
-_DEFAULTS = [
+_DEFAULTS: list[tuple[str, type, list[Any]]] = [
     ("slm_model_default_params", ModelParams, []),
     ("slm_session_default_params", SessionParams, []),
     ("slm_sampler_default_params", SamplerParams, []),
     ("slm_model_sampler_params", SamplerParams, [c_void_p]),
     ("slm_generate_default_params", GenerateParams, []),
 ]
-_DEFAULTS_2 = [
+_DEFAULTS_2: list[tuple[str, type, list[Any]]] = [
     ("slm_batch_default_params", BatchParams, []),
     ("slm_batch_default_request", BatchRequest, []),
 ]
@@ -324,7 +325,9 @@ def _size_of(struct: type) -> int:
     """This binding's size of a struct as the loaded library knows it: the C API 1
     layout (before the fields C API 2 appended) for a C API 1 library."""
     if api_version < 2:
-        first_v2 = {SessionParams: SessionParams.all_logits, GenerateParams: GenerateParams.on_token_info}.get(struct)
+        fields: dict[type, Any] = {SessionParams: SessionParams.all_logits,
+                                   GenerateParams: GenerateParams.on_token_info}
+        first_v2 = fields.get(struct)
         if first_v2 is not None:  # the C API 1 sizeof: up to that field, rounded up to the alignment
             align = ctypes.alignment(struct)
             return (first_v2.offset + align - 1) // align * align
@@ -347,7 +350,7 @@ def check_struct_sizes() -> None:
 check_struct_sizes()
 
 
-def _ours(padded: Structure) -> Structure:
+def _ours(padded: Any) -> Any:
     """The defaults as this binding's struct, with this binding's size."""
     v = padded.v
     v.size = _size_of(type(v))

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 LogCallback = Callable[[int, str], None]
 ProgressCallback = Callable[[float], Union[bool, None]]
+# A prompt: text, or token ids (a sequence of ints or a 1-D integer array).
+Prompt = Union[str, Sequence[int], np.ndarray]
 
 _logger = logging.getLogger("staticlm")
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}
@@ -251,7 +253,7 @@ class Model:
                 return buf.raw[:n].decode("utf-8", "replace")
             cap = n + 1
 
-    def prompt_tokens(self, prompt: str | Sequence[int] | np.ndarray) -> np.ndarray:
+    def prompt_tokens(self, prompt: Prompt) -> np.ndarray:
         """A prompt as `staticlm generate` takes it: text gets BOS as the tokenizer
         config says, an empty text is BOS alone; ids are used as given."""
         if isinstance(prompt, str):
@@ -323,7 +325,7 @@ class Model:
         return run_batch(self, requests, slots=slots, max_seq=max_seq, kv=kv, threads=threads, seed=seed,
                          defaults=defaults)
 
-    def generate(self, prompt: str | Sequence[int], n_predict: int = 256, *, max_seq: int = 0,
+    def generate(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                  **options: object) -> str:
         """Continues prompt on a fresh session and returns the generated text.
 
@@ -336,13 +338,13 @@ class Model:
         """
         return self.generate_result(prompt, n_predict, max_seq=max_seq, **options).text
 
-    def generate_result(self, prompt: str | Sequence[int], n_predict: int = 256, *, max_seq: int = 0,
+    def generate_result(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                         **options: object) -> Generation:
         """As generate(), returning the Generation (text, tokens, stop reason, timings)."""
         with self.session(max_seq) as s:
             return s.generate_result(prompt, n_predict, **options)  # type: ignore[arg-type]
 
-    def stream(self, prompt: str | Sequence[int], n_predict: int = 256, *, max_seq: int = 0,
+    def stream(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                **options: object) -> TextStream:
         """As generate(), yielding the text piece by piece as it is generated (see TextStream)."""
         s = self.session(max_seq)

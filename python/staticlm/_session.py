@@ -10,7 +10,7 @@ import queue
 import threading
 import os
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_int32, c_size_t, c_void_p
-from typing import Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
@@ -173,8 +173,8 @@ class Session:
 
     def _logits(self, ptr: ctypes._Pointer, copy: bool) -> np.ndarray:  # type: ignore[name-defined]
         buf = (c_float * self.vocab).from_address(ctypes.cast(ptr, c_void_p).value or 0)
-        buf._staticlm_session = self  # the view keeps the session (and so its buffer) alive
-        arr = np.frombuffer(buf, dtype=np.float32)
+        buf._staticlm_session = self  # type: ignore[attr-defined]  # the view keeps the session alive
+        arr = np.frombuffer(buf, dtype=np.float32)  # type: ignore[call-overload]
         if copy:
             return arr.copy()
         arr.flags.writeable = False
@@ -220,7 +220,7 @@ class Session:
     def _generation(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int, on_text: TextCallback | None,
                     options: dict[str, object]) -> tuple[GenerationCall, np.ndarray]:
         ids = self._prompt(prompt)
-        user_cb = options.pop("on_text", None)
+        user_cb: Any = options.pop("on_text", None)
         if user_cb is not None and on_text is not None:
             raise TypeError("on_text is not taken by stream(): iterate the stream instead")
         call = self._call(n_predict, on_text or user_cb, options)
@@ -484,7 +484,7 @@ class Chat:
     def _call(self, user: str, n_predict: int, on_text: TextCallback | None,
               options: dict[str, object]) -> Generation:
         text = cstr(user, "user")
-        user_cb = options.pop("on_text", None)
+        user_cb: Any = options.pop("on_text", None)
         call = self._session._call(n_predict, on_text or user_cb, options)
         handle = self.handle
         return self._session._run_call(call, lambda params, result: _lib.lib.slm_chat_reply(handle, text, params,
