@@ -405,7 +405,11 @@ class TextStream(Iterator[str]):
             if self._start is None:
                 raise StopIteration  # closed before it started
             self._launch()
-        item = self._queue.get()
+        try:
+            item = self._queue.get()
+        except BaseException:  # Ctrl-C while waiting: stop generating, not only reading
+            self.close()
+            raise
         if item is not _DONE:
             return item  # type: ignore[return-value]
         self._finish()
