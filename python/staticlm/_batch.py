@@ -23,7 +23,7 @@ import numpy as np
 from . import _lib
 from ._errors import StaticlmError, check
 from ._generate import sampler_params
-from ._types import StopReason, cstr
+from ._types import Generation, StopReason, as_strings, check_int, cstr
 
 if TYPE_CHECKING:
     from ._model import Model
@@ -307,10 +307,15 @@ def _run_scoring(model: Model, scoring: list[_Request], results: list[dict | Non
 class _Submitted:
     """The ctypes objects a submitted request points at (kept until it is collected)."""
 
-    def __init__(self, r: _Request, ids: np.ndarray, sampler: _lib.SamplerParams, stops: list[bytes],
+    def __init__(self, r: _Request, ids: np.ndarray | None, sampler: _lib.SamplerParams, stops: list[bytes],
                  logprobs: int):
         self.request = r
         self.ids = ids
+        # A chat request goes to the library as messages: rendered with the template,
+        # and stopping at its end-of-turn tokens too, as `staticlm batch` does.
+        msgs = [(cstr(role, "role"), cstr(content, "content")) for role, content in (r.messages or [])]
+        self.messages = (_lib.ChatMessage * max(1, len(msgs)))(*[_lib.ChatMessage(a, b) for a, b in msgs])
+        self.n_messages = len(msgs)
         self.sampler = sampler
         self.stops = (c_char_p * max(1, len(stops)))(*stops)
         self.n_stops = len(stops)
@@ -340,8 +345,12 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
                 if sub is None:
                     continue
                 req = _lib.batch_request()
-                req.tokens = sub.ids.ctypes.data_as(POINTER(c_int32))
-                req.n_tokens = len(sub.ids)
+                if sub.ids is not None:
+                    req.tokens = sub.ids.ctypes.data_as(POINTER(c_int32))
+                    req.n_tokens = len(sub.ids)
+                else:
+                    req.messages = ctypes.cast(sub.messages, c_void_p)
+                    req.n_messages = sub.n_messages
                 req.sampler = ctypes.pointer(sub.sampler)
                 req.max_tokens = int(r.fields.get("n_predict", defaults.get("n_predict", 256)))  # type: ignore
                 if sub.n_stops:
@@ -374,11 +383,7 @@ def _prepare(model: Model, r: _Request, defaults: Mapping[str, object],
              results: list[dict | None]) -> _Submitted | None:
     """Prompt ids and settings of a generation request; an error result when they fail."""
     try:
-        if r.messages is not None:
-            ids = model.chat_prompt(r.messages)
-        else:
-            assert r.prompt is not None
-            ids = model.prompt_tokens(r.prompt)
+        ids = None if r.messages is not None else model.prompt_tokens(r.prompt or "")
         f = {**{k: v for k, v in defaults.items()}, **r.fields}
         sp = sampler_params(model.handle, temperature=f.get("temperature"), top_k=f.get("top_k"),  # type: ignore
                             top_p=f.get("top_p"), min_p=f.get("min_p"),  # type: ignore[arg-type]
@@ -412,17 +417,7 @@ def _collect(model: Model, batch: int, running: dict[int, _Submitted], results: 
         out: dict = {"id": r.id, "finish_reason": _FINISH.get(StopReason(res.stop_reason), "stop"),
                      "text": _lib.text(res.text, int(res.text_len)).decode("utf-8", "replace"), "tokens": tokens}
         if sub.logprobs >= 0 and res.logprobs:
-            n_top = int(res.n_top)
-            entries = []
-            for i in range(n):
-                e: dict = {"token": tokens[i], "piece": model.token_to_piece(tokens[i]),
-                           "logprob": float(res.logprobs[i])}
-                if sub.logprobs > 0:
-                    e["top"] = [{"token": int(t.token), "piece": model.token_to_piece(int(t.token)),
-                                 "logprob": float(t.logprob)}
-                                for t in (res.top[i * n_top + k] for k in range(n_top))]
-                entries.append(e)
-            out["logprobs"] = entries
+            out["logprobs"] = _logprob_entries(model, res, tokens, sub.logprobs)
         out["prompt_tokens"] = int(res.n_prompt_tokens)
         out["seed"] = r.seed
         decode = float(res.decode_seconds)
@@ -434,3 +429,76 @@ def _collect(model: Model, batch: int, running: dict[int, _Submitted], results: 
         if r.has_meta:
             out["meta"] = r.meta
         results[r.index] = out
+
+
+def _logprob_entries(model: Model, res: _lib.BatchResult, tokens: list[int], logprobs: int) -> list[dict]:
+    n_top = int(res.n_top)
+    entries = []
+    for i, token in enumerate(tokens):
+        e: dict = {"token": token, "piece": model.token_to_piece(token), "logprob": float(res.logprobs[i])}
+        if logprobs > 0:
+            e["top"] = [{"token": int(t.token), "piece": model.token_to_piece(int(t.token)),
+                         "logprob": float(t.logprob)}
+                        for t in (res.top[i * n_top + k] for k in range(n_top))]
+        entries.append(e)
+    return entries
+
+
+_MESSAGES_OPTIONS = {"temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n", "seed", "stop",
+                     "logprobs"}
+
+
+def generate_messages(model: Model, messages: list[tuple[str, str]], n_predict: int, *, max_seq: int,
+                      options: Mapping[str, object]) -> Generation:
+    """One reply to a conversation, run as a one-request batch with messages (the
+    library renders them and stops at EOS or the template's end-of-turn tokens)."""
+    _lib.require(2, "chat() with more than a system and a user turn")
+    extra = set(options) - _MESSAGES_OPTIONS
+    if extra:
+        raise TypeError(f"chat() with more than a system and a user turn takes no {', '.join(sorted(extra))} "
+                        "(it runs as a batch request)")
+    sampling = {k: v for k, v in options.items() if k not in ("stop", "logprobs") and v is not None}
+    sp = sampler_params(model.handle, **sampling)  # type: ignore[arg-type]
+    stops = [cstr(s, f"stop[{i}]") for i, s in enumerate(as_strings(options.get("stop"), "stop"))]  # type: ignore
+    lp_value = options.get("logprobs")
+    logprobs = -1 if lp_value is None else check_int(lp_value, "logprobs", 0, 20)
+    msgs = [_lib.ChatMessage(cstr(r, "role"), cstr(c, "content")) for r, c in messages]
+    arr = (_lib.ChatMessage * len(msgs))(*msgs)
+    stop_arr = (c_char_p * max(1, len(stops)))(*stops)
+
+    bp = _lib.batch_params()
+    bp.slots = 1
+    bp.max_seq = max_seq
+    bp.threads = model.threads
+    handle = c_void_p()
+    check(_lib.lib.slm_batch_create(model.handle, byref(bp), byref(handle)))
+    batch = handle.value
+    assert batch is not None
+    try:
+        req = _lib.batch_request()
+        req.messages = ctypes.cast(arr, c_void_p)
+        req.n_messages = len(msgs)
+        req.sampler = ctypes.pointer(sp)
+        req.max_tokens = check_int(n_predict, "n_predict", -1, 2**31 - 1)
+        if stops:
+            req.stop_strings = ctypes.cast(stop_arr, POINTER(c_char_p))
+            req.n_stop_strings = len(stops)
+        req.logprobs = logprobs
+        check(_lib.lib.slm_batch_submit(batch, byref(req), None))
+        res = _lib.BatchResult()
+        res.size = ctypes.sizeof(_lib.BatchResult)
+        got = c_int()
+        while True:
+            check(_lib.lib.slm_batch_step(batch, None))
+            check(_lib.lib.slm_batch_collect(batch, byref(res), byref(got)))
+            if got.value:
+                break
+        tokens = [int(res.tokens[i]) for i in range(int(res.n_tokens))]
+        return Generation(text=_lib.text(res.text, int(res.text_len)).decode("utf-8", "replace"), tokens=tokens,
+                          stop_reason=StopReason(res.stop_reason), prompt_tokens=int(res.n_prompt_tokens),
+                          prefill_seconds=float(res.prefill_seconds),
+                          first_token_seconds=float(res.first_token_seconds),
+                          decode_seconds=float(res.decode_seconds),
+                          logprobs=_logprob_entries(model, res, tokens, logprobs) if logprobs >= 0 else None)
+    finally:
+        _lib.lib.slm_batch_free(batch)

@@ -78,6 +78,7 @@ class SessionParams(Structure):
         ("threads", c_int),
         ("ring_sliding", c_int),
         ("all_logits", c_int),  # C API 2
+        ("reserved", c_int),    # C API 2
     ]
 
 
@@ -151,6 +152,8 @@ class BatchRequest(Structure):
         ("n_stop_strings", c_size_t),
         ("logprobs", c_int),
         ("tag", c_uint64),
+        ("messages", c_void_p),  # const slm_chat_message*
+        ("n_messages", c_size_t),
     ]
 
 
@@ -245,6 +248,9 @@ _FUNCTIONS_2 = [
     ("slm_batch_slots", c_int, [c_void_p]),
     ("slm_batch_running", c_int, [c_void_p]),
     ("slm_batch_finished", c_int, [c_void_p]),
+]
+# Saved state and abort: C API 2 too, in libraries that have them.
+_FUNCTIONS_STATE = [
     ("slm_session_set_abort", c_status, [c_void_p, ABORT_FN, c_void_p]),
     ("slm_session_state_size", c_status, [c_void_p, POINTER(c_size_t)]),
     ("slm_session_save", c_status, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
@@ -304,6 +310,11 @@ def _load() -> ctypes.CDLL:
             fn.restype = restype
             fn.argtypes = argtypes
         defaults += _DEFAULTS_2
+        for name, restype, argtypes in _FUNCTIONS_STATE:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = restype
+                fn.argtypes = argtypes
     for name, struct, argtypes in defaults:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
@@ -315,10 +326,19 @@ lib = _load()
 api_version: int = int(lib.slm_api_version())
 
 
+has_state: bool = api_version >= 2 and all(hasattr(lib, name) for name, _, _ in _FUNCTIONS_STATE)
+
+
 def require(version: int, what: str) -> None:
     """Refuses a feature the loaded library's C API does not have."""
     if api_version < version:
         raise RuntimeError(f"{what} needs C API {version}; {library_path()} has C API {api_version}")
+
+
+def require_state(what: str) -> None:
+    if not has_state:
+        raise RuntimeError(f"{what} needs slm_session_save/load and slm_session_set_abort, which "
+                           f"{library_path()} lacks")
 
 
 def _size_of(struct: type) -> int:

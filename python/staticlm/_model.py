@@ -352,10 +352,37 @@ class Model:
 
     def chat(self, messages: str | Sequence[Message], n_predict: int = 512, *, system: str | None = None,
              max_seq: int = 0, **options: object) -> str:
-        """One chat reply: messages (a str is one user turn) rendered with the model's
-        chat template and the generation prompt, then generated as generate() does.
-        For a multi-turn conversation that keeps its cache, use start_chat()."""
-        return self.generate(self.chat_prompt(messages, system), n_predict, max_seq=max_seq, **options)
+        """One chat reply to messages (a str is one user turn; system, when given, a
+        system turn first), as `staticlm chat` and `staticlm batch` make it: rendered
+        with the model's chat template and the generation prompt, ending at EOS or the
+        template's end-of-turn tokens. Options as generate(). For a conversation that
+        keeps its cache, use start_chat()."""
+        return self.chat_result(messages, n_predict, system=system, max_seq=max_seq, **options).text
+
+    def chat_result(self, messages: str | Sequence[Message], n_predict: int = 512, *, system: str | None = None,
+                    max_seq: int = 0, **options: object) -> Generation:
+        """As chat(), returning the Generation.
+
+        A system turn (optional) and one user turn run as the first reply of a Chat
+        (slm_chat_reply, so on_text works); a longer conversation runs as a one-request
+        batch with messages (C API 2; sampling, n_predict, stop and logprobs only)."""
+        msgs = [("user", messages)] if isinstance(messages, str) else [message_pair(m, i)
+                                                                        for i, m in enumerate(messages)]
+        if system is not None:
+            msgs.insert(0, ("system", system))
+        if not msgs:
+            raise ValueError("messages is empty")
+        roles = [r for r, _ in msgs]
+        if roles in (["user"], ["system", "user"]):
+            from ._session import Chat
+            with self.session(max_seq) as s:
+                chat = Chat(s, system=msgs[0][1] if len(msgs) == 2 else None)
+                try:
+                    return chat.reply_result(msgs[-1][1], n_predict, **options)
+                finally:
+                    chat.close()
+        from ._batch import generate_messages
+        return generate_messages(self, msgs, n_predict, max_seq=max_seq, options=options)
 
     def start_chat(self, system: str | None = None, *, max_seq: int = 0, **session_options: object) -> Chat:
         """A multi-turn Chat on a new session of this model."""

@@ -87,7 +87,7 @@ class Session:
         handle = c_void_p()
         check(_lib.lib.slm_session_create(model.handle, byref(p), byref(handle)))
         self._handle = handle.value
-        if interruptible and _lib.api_version >= 2:
+        if interruptible and _lib.has_state:
             flag = self._abort_flag
             box: list[BaseException] = []
             self._abort_box = box
@@ -168,7 +168,8 @@ class Session:
         layer's time: it raises AbortedError and keeps the blocks it completed. A
         stop asked between calls stops the next one. Needs interruptible=True."""
         if getattr(self, "_abort_fn", None) is None:
-            raise RuntimeError("abort() needs a session created with interruptible=True and C API 2")
+            raise RuntimeError("abort() needs a session created with interruptible=True and a library with "
+                               "slm_session_set_abort")
         self._abort_flag.set()
 
     def _logits(self, ptr: ctypes._Pointer, copy: bool) -> np.ndarray:  # type: ignore[name-defined]
@@ -315,7 +316,7 @@ class Session:
         identity, with a checksum): to the file at path, or returned as bytes when
         path is None. load() restores it into a session of the same model, weights,
         KV type, max_seq and ring setting; continuing gives bit-identical logits."""
-        _lib.require(2, "save")
+        _lib.require_state("save")
         if path is not None:
             check(_lib.lib.slm_session_save_file(self.handle, cstr(os.fspath(path), "path")))
             return None
@@ -330,7 +331,7 @@ class Session:
         """Restores a state saved by save(): bytes, or the path of a file. A state of
         another model, weight format, KV type or capacity, or a truncated or altered
         one, raises (naming what differs) and leaves the session as it was."""
-        _lib.require(2, "load")
+        _lib.require_state("load")
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             buf = ctypes.create_string_buffer(data, max(1, len(data)))

@@ -1,14 +1,13 @@
-"""C API 2 through Python, on stories260K: batch() against `staticlm batch`,
-log-probabilities against `staticlm generate --logprobs`, score() against a
-NumPy log-softmax over Session logits, saved state (bit-identical
-continuation, bad states refused), and abort."""
+"""C API 2 through Python, on stories260K: batch() and chat() with a
+conversation against `staticlm batch`, log-probabilities against `staticlm
+generate --logprobs`, the logits callback against Session logits, score()
+against a NumPy log-softmax over Session logits."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-import threading
 
 import numpy as np
 import pytest
@@ -23,6 +22,8 @@ REQUESTS = [
     {"id": 7, "prompt": "The cat", "n_predict": 20, "logprobs": 2, "meta": {"k": [1, 2]}},
     {"id": "chat", "messages": [{"role": "system", "content": "Be nice"}, {"role": "user", "content": "Hello"}],
      "n_predict": 12},
+    {"id": "turns", "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+                                 {"role": "user", "content": "Tell me a story"}], "n_predict": 16, "temperature": 0},
     {"id": "mc", "prompt": "Lily was", "choices": [" happy", " sad", " a"]},
     {"id": "sc", "prompt": "Once upon a time, there ", "score": ["was", "is a"]},
     {"id": "st", "prompt": "Once upon a time", "n_predict": 40, "stop": [" named", "zzz"], "seed": 5},
@@ -83,6 +84,15 @@ def test_batch_results_equal_the_cli(stories_q8, stories_dir, cli, tmp_path):
     assert kinds["bad"] == kinds["unknown"] == kinds["both"] == kinds["scoregen"] == "input"
     assert kinds["long"] == "capacity"
     assert got[1]["meta"] == {"k": [1, 2]} and len(got[1]["logprobs"]) == 20
+
+
+def test_chat_with_a_conversation_is_the_batch_request(stories_q8, stories_dir, cli, tmp_path):
+    turns = next(r for r in REQUESTS if r["id"] == "turns")
+    want = cli_batch(cli, stories_dir, tmp_path, [turns])["turns"]
+    g = stories_q8.chat_result(turns["messages"], n_predict=16, temperature=0)
+    assert g.text == want["text"] and g.tokens == want["tokens"]
+    with pytest.raises(TypeError, match="on_text"):
+        stories_q8.chat(turns["messages"], on_text=print)
 
 
 def test_batch_does_not_depend_on_slots_and_refuses_duplicate_ids(stories_q8):
@@ -150,63 +160,3 @@ def test_score_equals_numpy_log_softmax_over_session_logits(stories):
     with pytest.raises(staticlm.StaticlmError):
         with stories.session(64) as s:
             s.score(prompt, conts)  # no all_logits
-
-
-def test_saved_state_continues_bit_identically(stories, tmp_path):
-    ids = stories.tokenize("Once upon a time there was a dog")
-    with stories.session(64, kv="f32") as a, stories.session(64, kv="f32") as b:
-        a.prefill(ids)
-        a.decode(432)
-        state = a.save()
-        assert isinstance(state, bytes) and len(state) > 0
-        b.load(state)
-        assert b.pos == a.pos
-        for tok in (383, 286, 261):
-            assert np.array_equal(a.decode(tok, copy=True), b.decode(tok, copy=True))
-        path = tmp_path / "session.state"
-        a.save(path)
-        with stories.session(64, kv="f32") as c:
-            c.load(path)
-            assert c.pos == a.pos
-            assert np.array_equal(a.decode(376, copy=True), c.decode(376, copy=True))
-
-
-def test_bad_states_are_refused_and_leave_the_session(stories, stories_q8):
-    with stories.session(64, kv="f32") as a:
-        a.prefill(stories.tokenize("Once upon a time"))
-        state = a.save()
-    with stories.session(64, kv="f32") as b:
-        b.prefill([1, 403])
-        before = b.decode(407, copy=True)
-        b.rewind(1)
-        bad = [state[: len(state) // 2], state[:-1] + bytes([state[-1] ^ 1]), b"", b"not a state"]
-        for data in bad:
-            with pytest.raises(staticlm.StaticlmError):
-                b.load(data)
-            assert b.pos == 2
-        assert np.array_equal(b.decode(407, copy=True), before)
-    for other in (stories.session(32, kv="f32"), stories.session(64, kv="f16"), stories_q8.session(64, kv="f32")):
-        with other, pytest.raises(staticlm.StaticlmError):
-            other.load(state)
-
-
-def test_abort_stops_the_next_call_and_the_session_goes_on(stories):
-    with stories.session(64) as s:
-        s.prefill([1, 403])
-        s.abort()
-        with pytest.raises(staticlm.AbortedError):
-            s.decode(407)
-        assert s.pos == 2
-        s.decode(407)  # the flag was cleared
-        assert s.pos == 3
-
-
-def test_abort_from_a_callback_stops_generation(stories):
-    with stories.session(128) as s:
-        def on_text(token: int, text: str) -> None:
-            if token >= 0:
-                threading.Thread(target=s.abort).start()
-        with pytest.raises(staticlm.AbortedError):
-            s.generate("Once upon a time", n_predict=50, temperature=0, on_text=on_text)
-        assert 5 <= s.pos < 55
-        s.decode(432)

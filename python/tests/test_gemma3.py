@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-import staticlm
 from conftest import THREADS
+from staticlm import _lib
 
 
 def test_python_one_liner_prints_the_cli_text(gemma_path, cli):
@@ -63,7 +63,7 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.skipif(staticlm.API_VERSION < 2, reason="the library has C API 1 (no abort callback)")
+@pytest.mark.skipif(not _lib.has_state, reason="the library lacks slm_session_set_abort")
 def test_ctrl_c_stops_a_long_prefill_within_a_layer(gemma_path):
     p = subprocess.Popen([sys.executable, "-c", CHILD, str(gemma_path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
