@@ -22,6 +22,24 @@ from ._types import Generation, Score, cstr
 _KV = {"f16": 0, "f32": 1}
 
 
+class _Owned:
+    """Frees a session when the last of its holders is gone: the Session, and every
+    logits view taken from it (so a view used after close() never reads freed memory)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr: int | None = ptr
+
+    def __del__(self) -> None:
+        if self.ptr is not None:
+            try:
+                _lib.lib.slm_session_free(self.ptr)
+            except Exception:  # noqa: BLE001 (interpreter shutdown)
+                pass
+            self.ptr = None
+
+
 def _buckets(values: Sequence[int] | None, what: str) -> ctypes.Array | None:
     if values is None:
         return None
@@ -77,6 +95,8 @@ class Session:
         handle = c_void_p()
         check(_lib.lib.slm_session_create(model.handle, byref(p), byref(handle)))
         self._handle = handle.value
+        self._owned: _Owned | None = _Owned(handle.value) if handle.value else None
+
     # ------------------------------------------------------------ lifetime
 
     @property
@@ -91,10 +111,10 @@ class Session:
         return self._handle
 
     def close(self) -> None:
-        """Frees the session (its KV cache). Logits views taken from it must not be used after."""
-        if self._handle is not None:
-            _lib.lib.slm_session_free(self._handle)
-            self._handle = None
+        """Ends the session: later calls raise ValueError. Its memory (KV cache) is
+        freed now, or when the last logits view taken from it is gone."""
+        self._handle = None
+        self._owned = None
 
     def __enter__(self) -> Session:
         return self
@@ -127,7 +147,7 @@ class Session:
 
     def _logits(self, ptr: ctypes._Pointer, copy: bool) -> np.ndarray:  # type: ignore[name-defined]
         buf = (c_float * self.vocab).from_address(ctypes.cast(ptr, c_void_p).value or 0)
-        buf._staticlm_session = self  # type: ignore[attr-defined]  # the view keeps the session alive
+        buf._staticlm_owned = self._owned  # type: ignore[attr-defined]  # the view keeps the memory alive
         arr = np.frombuffer(buf, dtype=np.float32)  # type: ignore[call-overload]
         if copy:
             return arr.copy()

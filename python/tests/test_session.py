@@ -85,6 +85,20 @@ def test_logits_are_a_read_only_view_of_the_library_buffer(stories):
         assert mine.flags.writeable and not np.shares_memory(mine, second)
 
 
+def test_a_view_outlives_the_closed_session(stories):
+    ids = stories.tokenize("Once upon a time")
+    with reference_session(stories) as s:
+        logits = s.prefill(ids)
+        want = logits.copy()
+    del s
+    # The session is closed; its memory stays until the view is gone, so new
+    # sessions (which would reuse freed memory) do not change what it shows.
+    others = [reference_session(stories) for _ in range(4)]
+    for o in others:
+        o.prefill([1, 261, 262, 263])
+    assert np.array_equal(logits, want)
+
+
 def test_rewind_then_decode_gives_the_same_logits(stories):
     ids = stories.tokenize("Once upon a time there was")
     with reference_session(stories) as s:
