@@ -274,7 +274,29 @@ def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: 
     if gen:
         _run_generation(model, gen, results, slots=slots, max_seq=max_seq, kv=kv, threads=threads,
                         defaults=defaults)
-    return [r if r is not None else {} for r in results]
+    out = [r if r is not None else {} for r in results]
+    for r in out:
+        r["digest"] = digest(r)
+    return out
+
+
+def digest(result: Mapping[str, Any]) -> str:
+    """A result's "digest", as `staticlm batch` writes it (docs/BATCH.md): FNV-1a 64,
+    as 16 hex digits, of a text that names the output only (token ids and stop
+    reason; a scoring's best index, token counts and greedy flags; an error's kind)."""
+    reason = result.get("finish_reason")
+    if reason == "error":
+        text = f"error:{result['error']['kind']}"
+    elif reason == "scored":
+        scores = result["scores"]
+        best = 0
+        for i, c in enumerate(scores):
+            if c["logprob"] > scores[best]["logprob"]:
+                best = i
+        text = f"scored:{best}:" + ",".join(f"{c['tokens']}/{1 if c['greedy'] else 0}" for c in scores)
+    else:
+        text = f"{reason}:" + ",".join(str(t) for t in result.get("tokens", []))
+    return f"{fnv1a64(text.encode()):016x}"
 
 
 def _run_scoring(model: Model, scoring: list[_Request], results: list[dict | None], *, max_seq: int, kv: str,

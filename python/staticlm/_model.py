@@ -314,7 +314,7 @@ class Model:
         batched session of `slots` sequences and returns one result dict per request,
         in input order, with the fields of the JSONL results (docs/BATCH.md): "id",
         "finish_reason", "text", "tokens", "prompt_tokens", "seed", "timing", "logprobs",
-        "scores", "choice", "error", "meta". seed is the command's --seed (requests
+        "scores", "choice", "error", "meta", "digest". seed is the command's --seed (requests
         without "seed" derive theirs from it and their id); defaults are its flags
         n_predict, temperature, top_k, top_p, min_p, repetition_penalty and stop.
         A bad request becomes an error result; duplicate ids raise ValueError before
