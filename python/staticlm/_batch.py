@@ -274,9 +274,9 @@ def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: 
     if gen:
         _run_generation(model, gen, results, slots=slots, max_seq=max_seq, kv=kv, threads=threads,
                         defaults=defaults)
-    out = [r if r is not None else {} for r in results]
-    for r in out:
-        r["digest"] = digest(r)
+    out: list[dict] = [res if res is not None else {} for res in results]
+    for res in out:
+        res["digest"] = digest(res)
     return out
 
 
