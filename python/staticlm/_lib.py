@@ -27,6 +27,7 @@ c_status = c_int
 LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 PROGRESS_FN = CFUNCTYPE(c_int, c_float, c_void_p)
 TOKEN_FN = CFUNCTYPE(c_int, c_int32, POINTER(c_char), c_size_t, c_void_p)
+ABORT_FN = CFUNCTYPE(c_int, c_void_p)
 
 
 class TokenLogprob(Structure):
@@ -233,7 +234,7 @@ _FUNCTIONS = [
     ("slm_chat_free", None, [c_void_p]),
 ]
 
-# C API 2: scoring and batched sessions.
+# C API 2: scoring, batched sessions, saved state and abort.
 _FUNCTIONS_2 = [
     ("slm_score", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(POINTER(c_int32)), POINTER(c_size_t),
                              c_size_t, POINTER(ScoreResult)]),
@@ -247,6 +248,15 @@ _FUNCTIONS_2 = [
     ("slm_batch_slots", c_int, [c_void_p]),
     ("slm_batch_running", c_int, [c_void_p]),
     ("slm_batch_finished", c_int, [c_void_p]),
+]
+# Saved state and abort: C API 2 too, in libraries that have them.
+_FUNCTIONS_STATE = [
+    ("slm_session_set_abort", c_status, [c_void_p, ABORT_FN, c_void_p]),
+    ("slm_session_state_size", c_status, [c_void_p, POINTER(c_size_t)]),
+    ("slm_session_save", c_status, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
+    ("slm_session_load", c_status, [c_void_p, c_void_p, c_size_t]),
+    ("slm_session_save_file", c_status, [c_void_p, c_char_p]),
+    ("slm_session_load_file", c_status, [c_void_p, c_char_p]),
 ]
 
 # *_default_params() calls and the struct each returns.
@@ -300,6 +310,11 @@ def _load() -> ctypes.CDLL:
             fn.restype = restype
             fn.argtypes = argtypes
         defaults += _DEFAULTS_2
+        for name, restype, argtypes in _FUNCTIONS_STATE:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = restype
+                fn.argtypes = argtypes
     for name, struct, argtypes in defaults:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
@@ -311,10 +326,19 @@ lib = _load()
 api_version: int = int(lib.slm_api_version())
 
 
+has_state: bool = api_version >= 2 and all(hasattr(lib, name) for name, _, _ in _FUNCTIONS_STATE)
+
+
 def require(version: int, what: str) -> None:
     """Refuses a feature the loaded library's C API does not have."""
     if api_version < version:
         raise RuntimeError(f"{what} needs C API {version}; {library_path()} has C API {api_version}")
+
+
+def require_state(what: str) -> None:
+    if not has_state:
+        raise RuntimeError(f"{what} needs slm_session_save/load and slm_session_set_abort, which "
+                           f"{library_path()} lacks")
 
 
 def _size_of(struct: type) -> int:

@@ -294,11 +294,12 @@ class Model:
 
     def session(self, max_seq: int = 0, *, kv: str = "f16", threads: int | None = None,
                 prefill_buckets: Sequence[int] | None = None, append_buckets: Sequence[int] | None = None,
-                ring_sliding: bool = False, all_logits: bool = False) -> Session:
+                ring_sliding: bool = False, all_logits: bool = False, interruptible: bool = True) -> Session:
         """A new Session on this model (see Session)."""
         from ._session import Session
         return Session(self, max_seq, kv=kv, threads=threads, prefill_buckets=prefill_buckets,
-                       append_buckets=append_buckets, ring_sliding=ring_sliding, all_logits=all_logits)
+                       append_buckets=append_buckets, ring_sliding=ring_sliding, all_logits=all_logits,
+                       interruptible=interruptible)
 
     def score(self, prompt: str, continuations: Sequence[str], *, max_seq: int = 0) -> list[Score]:
         """lm-eval-harness loglikelihood: for each continuation of prompt, the sum of

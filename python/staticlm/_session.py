@@ -8,8 +8,9 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
+import os
 from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_int32, c_size_t, c_void_p
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from ._errors import check
 from ._generate import GenerationCall, TextCallback
 from ._model import Model, check_int_arg, ids_pointer, token_array
 from ._types import Generation, Score, cstr
+
+StateSource = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
 _KV = {"f16": 0, "f32": 1}
 
@@ -58,6 +61,10 @@ class Session:
         prefill_buckets, append_buckets: block sizes (None: derived from max_seq).
         ring_sliding: sliding-window layers keep window + bucket slots.
         all_logits: keep every row's logits (score() needs it; C API 2).
+        interruptible: let Ctrl-C (and abort()) stop a call between layers (C API 2):
+            the library asks a small Python callback between layers, which runs
+            pending signal handlers; a KeyboardInterrupt then stops the call and
+            is raised again when it returns.
 
     prefill / append / decode return the last token's logits as a float32 NumPy
     array of shape (vocab,) that **views the library's buffer without a copy**:
@@ -65,13 +72,16 @@ class Session:
     call overwrites it). Pass copy=True to get an array of your own. A session is
     used by one thread at a time: a call while another runs (another thread, a
     stream still generating) raises BusyError. A failed call leaves the session
-    as it was.
+    as it was, except that a call stopped by abort() or Ctrl-C keeps the
+    prefill blocks it completed (pos says what the cache holds).
     """
 
     def __init__(self, model: Model, max_seq: int = 0, *, kv: str = "f16", threads: int | None = None,
                  prefill_buckets: Sequence[int] | None = None, append_buckets: Sequence[int] | None = None,
-                 ring_sliding: bool = False, all_logits: bool = False) -> None:
+                 ring_sliding: bool = False, all_logits: bool = False, interruptible: bool = True) -> None:
         self._handle: int | None = None
+        self._abort_flag = threading.Event()
+        self._abort_error: BaseException | None = None
         self._model = model  # keeps the model's callbacks alive while the session may log
         self.vocab: int = model.vocab
         p = _lib.session_params()
@@ -96,6 +106,22 @@ class Session:
         check(_lib.lib.slm_session_create(model.handle, byref(p), byref(handle)))
         self._handle = handle.value
         self._owned: _Owned | None = _Owned(handle.value) if handle.value else None
+        if interruptible and _lib.has_state:
+            flag = self._abort_flag
+            box: list[BaseException] = []
+            self._abort_box = box
+
+            def ask_abort(user: object) -> int:
+                # Runs on the calling thread between layers; Python runs pending
+                # signal handlers here, so Ctrl-C raises KeyboardInterrupt now.
+                try:
+                    return 1 if flag.is_set() else 0
+                except BaseException as e:  # noqa: BLE001 (raised again after the call)
+                    box.append(e)
+                    return 1
+            ask_abort._staticlm_sink = box.append  # type: ignore[attr-defined]
+            self._abort_fn = _lib.ABORT_FN(ask_abort)
+            check(_lib.lib.slm_session_set_abort(self._handle, self._abort_fn, None))
 
     # ------------------------------------------------------------ lifetime
 
@@ -145,6 +171,26 @@ class Session:
         """The capacity in tokens."""
         return int(_lib.lib.slm_max_seq(self.handle))
 
+    def _check(self, status: int) -> None:
+        """check() for calls the abort callback may stop: a KeyboardInterrupt caught
+        there is raised instead of AbortedError; abort()'s flag is cleared."""
+        box = getattr(self, "_abort_box", None)
+        self._abort_flag.clear()
+        if box:
+            e = box.pop()
+            box.clear()
+            raise e
+        check(status)
+
+    def abort(self) -> None:
+        """Stops the call running on this session (from another thread), within one
+        layer's time: it raises AbortedError and keeps the blocks it completed. A
+        stop asked between calls stops the next one. Needs interruptible=True."""
+        if getattr(self, "_abort_fn", None) is None:
+            raise RuntimeError("abort() needs a session created with interruptible=True and a library with "
+                               "slm_session_set_abort")
+        self._abort_flag.set()
+
     def _logits(self, ptr: ctypes._Pointer, copy: bool) -> np.ndarray:  # type: ignore[name-defined]
         buf = (c_float * self.vocab).from_address(ctypes.cast(ptr, c_void_p).value or 0)
         buf._staticlm_owned = self._owned  # type: ignore[attr-defined]  # the view keeps the memory alive
@@ -158,20 +204,20 @@ class Session:
         """reset() + append(tokens): the last token's logits (see the class note on their lifetime)."""
         arr = token_array(tokens)
         out = POINTER(c_float)()
-        check(_lib.lib.slm_prefill(self.handle, ids_pointer(arr), len(arr), byref(out)))
+        self._check(_lib.lib.slm_prefill(self.handle, ids_pointer(arr), len(arr), byref(out)))
         return self._logits(out, copy)
 
     def append(self, tokens: Sequence[int] | np.ndarray, copy: bool = False) -> np.ndarray:
         """Runs tokens after those in the cache: the last token's logits."""
         arr = token_array(tokens)
         out = POINTER(c_float)()
-        check(_lib.lib.slm_append(self.handle, ids_pointer(arr), len(arr), byref(out)))
+        self._check(_lib.lib.slm_append(self.handle, ids_pointer(arr), len(arr), byref(out)))
         return self._logits(out, copy)
 
     def decode(self, token: int, copy: bool = False) -> np.ndarray:
         """Runs one token: its logits."""
         out = POINTER(c_float)()
-        check(_lib.lib.slm_decode(self.handle, check_int_arg(token, "token"), byref(out)))
+        self._check(_lib.lib.slm_decode(self.handle, check_int_arg(token, "token"), byref(out)))
         return self._logits(out, copy)
 
     def rewind(self, n: int = 1) -> None:
@@ -211,7 +257,13 @@ class Session:
                               **options)  # type: ignore[arg-type]
 
     def _run_call(self, call: GenerationCall, fn: Callable[[object, object], int]) -> Generation:
-        return call.run(fn)
+        try:
+            return call.run(fn)
+        except BaseException:
+            self._check(0)  # a KeyboardInterrupt the abort callback caught comes first
+            raise
+        finally:
+            self._abort_flag.clear()
 
     def generate(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256, **options: object) -> str:
         """Appends prompt (a prefill when the session is empty), samples and decodes
@@ -260,7 +312,7 @@ class Session:
         ptrs = (POINTER(c_int32) * max(1, n))(*[ids_pointer(c) for c in conts])
         lens = (c_size_t * max(1, n))(*[len(c) for c in conts])
         out = (_lib.ScoreResult * max(1, n))()
-        check(_lib.lib.slm_score(self.handle, ids_pointer(p), len(p), ptrs, lens, n, out))
+        self._check(_lib.lib.slm_score(self.handle, ids_pointer(p), len(p), ptrs, lens, n, out))
         return [Score("", float(out[i].logprob), int(out[i].n_tokens), bool(out[i].is_greedy)) for i in range(n)]
 
     def score_text(self, prompt: str, continuations: Sequence[str]) -> list[Score]:
@@ -272,9 +324,39 @@ class Session:
         enc = [cstr(c, f"continuations[{i}]") for i, c in enumerate(texts)]
         arr = (c_char_p * max(1, len(enc)))(*enc)
         out = (_lib.ScoreResult * max(1, len(enc)))()
-        check(_lib.lib.slm_score_text(self.handle, cstr(prompt, "prompt"), arr, len(enc), out))
+        self._check(_lib.lib.slm_score_text(self.handle, cstr(prompt, "prompt"), arr, len(enc), out))
         return [Score(texts[i], float(out[i].logprob), int(out[i].n_tokens), bool(out[i].is_greedy))
                 for i in range(len(enc))]
+
+    # ------------------------------------------------------------ saved state (C API 2)
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> bytes | None:
+        """Saves the session (its tokens, their K/V, its last logits and the model's
+        identity, with a checksum): to the file at path, or returned as bytes when
+        path is None. load() restores it into a session of the same model, weights,
+        KV type, max_seq and ring setting; continuing gives bit-identical logits."""
+        _lib.require_state("save")
+        if path is not None:
+            check(_lib.lib.slm_session_save_file(self.handle, cstr(os.fspath(path), "path")))
+            return None
+        size = c_size_t()
+        check(_lib.lib.slm_session_state_size(self.handle, byref(size)))
+        buf = ctypes.create_string_buffer(max(1, size.value))
+        written = c_size_t()
+        check(_lib.lib.slm_session_save(self.handle, buf, size.value, byref(written)))
+        return buf.raw[:written.value]
+
+    def load(self, source: StateSource) -> None:
+        """Restores a state saved by save(): bytes, or the path of a file. A state of
+        another model, weight format, KV type or capacity, or a truncated or altered
+        one, raises (naming what differs) and leaves the session as it was."""
+        _lib.require_state("load")
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            buf = ctypes.create_string_buffer(data, max(1, len(data)))
+            check(_lib.lib.slm_session_load(self.handle, buf, len(data)))
+        else:
+            check(_lib.lib.slm_session_load_file(self.handle, cstr(os.fspath(source), "path")))
 
 
 _DONE = object()

@@ -1,15 +1,19 @@
 """The real Gemma 3 270M GGUF (tools/get_model.sh): the issue's acceptance
-command prints what `staticlm generate` prints, and a NumPy argmax loop over
-Session logits is greedy generation."""
+command prints what `staticlm generate` prints, a NumPy argmax loop over
+Session logits is greedy generation, and Ctrl-C stops a long prefill."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
+import pytest
 
 from conftest import THREADS
+from staticlm import _lib
 
 
 def test_python_one_liner_prints_the_cli_text(gemma_path, cli):
@@ -39,3 +43,43 @@ def test_argmax_over_session_logits_is_greedy_generation(gemma):
     assert ids == want.tokens
     assert gemma.detokenize(ids) == want.text
 
+
+CHILD = r"""
+import sys, time, staticlm
+m = staticlm.Model(sys.argv[1], threads=2)
+s = m.session(1024)
+words = m.tokenize("The ocean is deep and", add_special=False)
+ids = [m.bos] + [words[i % len(words)] for i in range(1000)]
+print("ready", flush=True)
+t0 = time.perf_counter()
+try:
+    s.prefill(ids)
+    print("finished", time.perf_counter() - t0, s.pos, flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - t0, s.pos, flush=True)
+    pos = s.pos
+    s.append(ids[pos:pos + 8] if pos else ids[:8])  # the session goes on
+    print("continued", s.pos, flush=True)
+"""
+
+
+@pytest.mark.skipif(not _lib.has_state, reason="the library lacks slm_session_set_abort")
+def test_ctrl_c_stops_a_long_prefill_within_a_layer(gemma_path):
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(gemma_path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.5)  # inside the 1001-token prefill (seconds on 2 cores)
+        sent = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        line = p.stdout.readline().split()
+        delay = time.perf_counter() - sent
+        rest = p.stdout.readline().split()
+        p.wait(timeout=120)
+    finally:
+        p.kill()
+    assert line and line[0] == "interrupted", (line, p.stderr.read())
+    assert int(line[2]) < 1001
+    assert rest and rest[0] == "continued"
+    print(f"SIGINT to KeyboardInterrupt: {delay * 1e3:.0f} ms")
+    assert delay < 2.0  # one layer is milliseconds; the margin is for a loaded machine
