@@ -4,7 +4,8 @@
 # build-asan (ASan + UBSan, gcc) and runs the 'sanitize' suite there (kernels,
 # model, runtime, robust: every library test but test_alloc, whose malloc
 # replacement cannot coexist with ASan's, and the CLI scripts), then
-# builds the release configuration and runs every test with `meson test`.
+# builds the release configuration and runs every test with `meson test`,
+# then the Python package's pytest suite (tools/test_python.sh).
 # Prints each phase's wall time; ends with meson's summary of the release run
 # and the last phase's time.
 set -euo pipefail
@@ -53,5 +54,11 @@ phase "release build (build)"
 meson test -C build --print-errorlogs --num-processes 2 2>&1 | grep -v '^Full log written'
 rc=${PIPESTATUS[0]}
 phase "release tests"
+# The Python package over the release build's libstaticlm.so (a venv with
+# pinned numpy/pytest; skipped with a message when no venv can be made).
+bash tools/test_python.sh build
+py_rc=$?
+phase "python package (pytest)"
 [[ $rc -eq 0 ]] && rc=$asan_rc
+[[ $rc -eq 0 ]] && rc=$py_rc
 exit "$rc"
