@@ -2,7 +2,7 @@
 # Sets everything up and runs every test: installs Debian packages and the
 # default real model (tools/get_model.sh), builds
 # build-asan (ASan + UBSan, gcc) and runs the 'sanitize' suite there (kernels,
-# model, runtime, robust: every library test but test_alloc, whose malloc
+# model, runtime, robust, robust-batch: every library test but test_alloc, whose malloc
 # replacement cannot coexist with ASan's, and the CLI scripts), then
 # builds the release configuration and runs every test with `meson test`,
 # then the Python package's pytest suite (tools/test_python.sh).
@@ -35,8 +35,8 @@ if [[ ! -f build-asan/build.ninja ]]; then
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || exit 1
 fi
 # Build only the sanitize suite's binaries (meson test would build every target).
-ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust >/dev/null 2>&1 || {
-    ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust 2>&1 | grep -E "error|Error" | head -20
+ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust tests/test_robust_batch >/dev/null 2>&1 || {
+    ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust tests/test_robust_batch 2>&1 | grep -E "error|Error" | head -20
     exit 1
 }
 phase "sanitizer build (build-asan)"
