@@ -18,6 +18,16 @@ std::string dump_json(const json& j) {
     return j.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
 }
 
+void append_timing(std::string& s, const BatchResult& r) {
+    char timing[256];
+    std::snprintf(timing, sizeof(timing),
+                  ",\"timing\":{\"prefill_ms\":%.3f,\"first_token_ms\":%.3f,\"decode_ms\":%.3f,"
+                  "\"total_ms\":%.3f,\"decode_tok_per_s\":%.2f}",
+                  r.stats.prefill_seconds * 1e3, r.stats.first_token_seconds * 1e3,
+                  r.stats.decode_seconds * 1e3, r.total_seconds * 1e3, r.stats.decode_tok_per_s());
+    s += timing;
+}
+
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -460,13 +470,7 @@ std::string format_openai_result(const BatchResult& r, const Tokenizer* tok, con
                 s += std::to_string(r.tokens[i]);
             }
             s += "],\"seed\":" + std::to_string(q.seed);
-            char timing[256];
-            std::snprintf(timing, sizeof(timing),
-                          ",\"timing\":{\"prefill_ms\":%.3f,\"first_token_ms\":%.3f,\"decode_ms\":%.3f,"
-                          "\"total_ms\":%.3f,\"decode_tok_per_s\":%.2f}",
-                          r.stats.prefill_seconds * 1e3, r.stats.first_token_seconds * 1e3,
-                          r.stats.decode_seconds * 1e3, r.total_seconds * 1e3, r.stats.decode_tok_per_s());
-            s += timing;
+            append_timing(s, r);
         }
     }
     if (!q.meta_json.empty()) s += ",\"meta\":" + q.meta_json;

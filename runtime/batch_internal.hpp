@@ -30,6 +30,9 @@ void append_number(std::string& s, T x) {
 // JSON text of a value, invalid UTF-8 replaced by U+FFFD.
 std::string dump_json(const nlohmann::json& j);
 
+// ,"timing":{"prefill_ms", "first_token_ms", "decode_ms", "total_ms", "decode_tok_per_s"}
+void append_timing(std::string& s, const BatchResult& result);
+
 // runtime/batch_formats.cpp: the OpenAI shapes, digests and verify.
 
 // "scores":[{"text", "logprob", "tokens", "greedy"}, ...] and, for "choices", "choice".

@@ -523,13 +523,7 @@ std::string format_result_line(const BatchResult& r, const Tokenizer* tok, const
         }
         s += ",\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
         s += ",\"seed\":" + std::to_string(q.seed);
-        char timing[256];
-        std::snprintf(timing, sizeof(timing),
-                      ",\"timing\":{\"prefill_ms\":%.3f,\"first_token_ms\":%.3f,\"decode_ms\":%.3f,"
-                      "\"total_ms\":%.3f,\"decode_tok_per_s\":%.2f}",
-                      r.stats.prefill_seconds * 1e3, r.stats.first_token_seconds * 1e3,
-                      r.stats.decode_seconds * 1e3, r.total_seconds * 1e3, r.stats.decode_tok_per_s());
-        s += timing;
+        append_timing(s, r);
     }
     if (!q.meta_json.empty()) s += ",\"meta\":" + q.meta_json;
     s += ",\"digest\":\"" + digest + "\"}\n";  // last: the fields before it keep their places
