@@ -314,13 +314,16 @@ struct Slot {
     int top_n = -1;                 // logprobs: -1 off
     std::vector<float> logprobs;    // [max_seq + 1] of the generated tokens
     std::array<TokenLogprob, kMaxLogprobs> last_top{};  // of the last generated token
+    std::shared_ptr<const Constraint> constraint;
+    ConstraintCursor cursor;    // mask buffer [vocab / 64] made here
     StopReason reason = StopReason::max_tokens;
     GenerateStats stats;
     Clock::time_point t_submit, t_first;
     bool fresh = false;         // got its first token in this step: decodes from the next one
 
     Slot(int vocab, int max_seq)
-        : tokens(size_t(max_seq) + 1), sampler(vocab, SamplingOptions{}), logprobs(size_t(max_seq) + 1) {}
+        : tokens(size_t(max_seq) + 1), sampler(vocab, SamplingOptions{}), logprobs(size_t(max_seq) + 1),
+          cursor(vocab) {}
 };
 
 }  // namespace
@@ -355,7 +358,11 @@ struct BatchGenerator::Impl {
     int pick(int slot) {
         Slot& s = slots[size_t(slot)];
         const std::span<const int> recent(s.tokens.data(), size_t(s.n_prompt + s.n_gen));
-        const int id = s.sampler.sample(session.logits(slot), recent);
+        const std::span<const uint64_t> allowed =
+            s.cursor.active() ? s.cursor.mask(std::span<const int>(s.stop_ids.data(), size_t(s.n_stop)))
+                              : std::span<const uint64_t>();
+        const int id = s.sampler.sample(session.logits(slot), recent, allowed);
+        s.cursor.advance(id);
         if (s.top_n >= 0)
             s.logprobs[size_t(s.n_gen)] =
                 token_logprob(session.logits(slot), id, std::span<TokenLogprob>(s.last_top.data(), size_t(s.top_n)));
@@ -407,7 +414,8 @@ int BatchGenerator::active() const {
 }
 
 int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
-                           int max_tokens, std::span<const int> stop_ids, int logprobs) {
+                           int max_tokens, std::span<const int> stop_ids, int logprobs,
+                           std::shared_ptr<const Constraint> constraint) {
     Impl& g = *impl_;
     int slot = -1;
     for (size_t i = 0; i < g.slots.size() && slot < 0; ++i)
@@ -422,6 +430,8 @@ int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const Samp
     if (logprobs < -1 || logprobs > kMaxLogprobs || logprobs > g.session.vocab())
         throw Error(ErrorKind::config, "logprobs must be -1 (off) or in 0.." + std::to_string(kMaxLogprobs) +
                                            ", got " + std::to_string(logprobs));
+    if (constraint && stop_ids.empty())
+        throw Error(ErrorKind::config, "a constrained generation needs a stop id (EOS)");
     Slot& s = g.slots[size_t(slot)];
     s.sampler.reset(sampling);
     s.top_n = logprobs;
@@ -434,6 +444,8 @@ int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const Samp
     if (prompt.size() > size_t(K))
         throw Error(ErrorKind::capacity, "capacity exceeded: P=0 + T=" + std::to_string(prompt.size()) +
                                              " > K=" + std::to_string(K) + " (max_seq)");
+    s.cursor.start(constraint.get());
+    s.constraint = std::move(constraint);
     std::copy(prompt.begin(), prompt.end(), s.tokens.begin());
     std::copy(stop_ids.begin(), stop_ids.end(), s.stop_ids.begin());
     s.n_stop = int(stop_ids.size());
@@ -535,6 +547,7 @@ std::span<const TokenLogprob> BatchGenerator::last_top_logprobs(int slot) const 
     return {s.last_top.data(), s.top_n > 0 && s.n_gen > 0 ? size_t(s.top_n) : 0};
 }
 StopReason BatchGenerator::reason(int slot) const { return impl_->at(slot).reason; }
+bool BatchGenerator::complete(int slot) const { return impl_->at(slot).cursor.complete(); }
 const GenerateStats& BatchGenerator::stats(int slot) const { return impl_->at(slot).stats; }
 
 void BatchGenerator::stop(int slot, StopReason reason) {
@@ -553,6 +566,8 @@ void BatchGenerator::release(int slot) {
     if (s.state != Slot::State::finished)
         throw Error(ErrorKind::input, "slot " + std::to_string(slot) + " has not finished");
     s.state = Slot::State::free;
+    s.cursor.start(nullptr);
+    s.constraint.reset();
 }
 
 BatchSession& BatchGenerator::session() { return impl_->session; }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "model/model.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 #include "internal.hpp"
 #include "staticlm/generate.hpp"
@@ -86,6 +87,12 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
                                            ", got " + std::to_string(options.logprobs));
     const TokenSink on_token = options.on_token;
     Sampler sampler(session.vocab(), options.sampling);
+    ConstraintCursor cursor;
+    if (options.constraint) {
+        if (stop_ids.empty()) throw Error(ErrorKind::config, "a constrained generation needs a stop id (EOS)");
+        cursor = ConstraintCursor(session.vocab());
+        cursor.start(options.constraint.get());
+    }
     std::optional<StreamDecoder> stream;
     if (tokenizer) stream.emplace(*tokenizer);
 
@@ -114,7 +121,8 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
             }
             logits = session.decode(r.tokens.back());
         }
-        const int id = sampler.sample(logits, recent);
+        const int id = sampler.sample(logits, recent, cursor.active() ? cursor.mask(stop_ids) : std::span<const uint64_t>());
+        cursor.advance(id);
         if (i == 0) {
             r.stats.first_token_seconds = seconds_since(t0);
             t_decode = Clock::now();
@@ -171,6 +179,7 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
             if (on_token.fn) on_token.fn(on_token.ctx, -1, rest);
         }
     }
+    r.complete = cursor.complete();
     r.stats.generated_tokens = int(r.tokens.size());
     if (!r.tokens.empty()) r.stats.decode_seconds = seconds_since(t_decode);
     return r;

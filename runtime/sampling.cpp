@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/kernels.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
 
@@ -54,10 +55,11 @@ void Sampler::reset(const SamplingOptions& o) {
     std::fill(seen_.begin(), seen_.end(), -1);
 }
 
-int Sampler::sample(std::span<const float> logits, std::span<const int> recent) {
+int Sampler::sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed) {
     const int vocab = int(work_.size());
     ++step_;
     std::copy(logits.begin(), logits.begin() + vocab, work_.begin());
+    if (!allowed.empty()) apply_token_mask(work_, allowed);
     if (options_.repetition_penalty != 1.0f) {
         const size_t from = recent.size() > size_t(options_.repetition_window)
                                 ? recent.size() - size_t(options_.repetition_window)

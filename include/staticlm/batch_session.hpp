@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 
+#include "staticlm/constrain.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/session.hpp"
 
@@ -93,9 +94,11 @@ public:
     // (sampling options, max_tokens < 0, more than kMaxStopIds stop ids).
     // logprobs: as GenerateOptions::logprobs (-1 off, else 0..kMaxLogprobs
     // alternatives), the values of generate() alone bit for bit.
+    // constraint: as GenerateOptions::constraint (held until release()).
     static constexpr int kMaxStopIds = 16;
     int submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
-               int max_tokens, std::span<const int> stop_ids, int logprobs = -1);
+               int max_tokens, std::span<const int> stop_ids, int logprobs = -1,
+               std::shared_ptr<const Constraint> constraint = nullptr);
     // Right after submit(): the slot's first n prompt tokens are taken from a
     // filled prefix pool entry instead of being prefilled (their K/V are
     // copied; n < the prompt's length, so the first token is sampled from a
@@ -118,6 +121,8 @@ public:
     std::span<const float> logprobs(int slot) const;
     std::span<const TokenLogprob> last_top_logprobs(int slot) const;
     StopReason reason(int slot) const;  // valid once finished
+    // With a constraint: the output so far is a complete value.
+    bool complete(int slot) const;
     const GenerateStats& stats(int slot) const;
     // Ends a running sequence (or changes the reason of one that finished in
     // the last step by length or capacity) with `reason`, keeping its tokens:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 namespace staticlm {
 
+class Constraint;
 class Session;
 class Tokenizer;
 struct ModelConfig;
@@ -37,7 +39,9 @@ class Sampler {
 public:
     Sampler(int vocab, const SamplingOptions& options);
     // Picks the next token from logits [vocab]; `recent` feeds the repetition penalty.
-    int sample(std::span<const float> logits, std::span<const int> recent);
+    // `allowed` (a token mask, bit t of word t/64; empty: all) sets the logits
+    // of every other token to -inf before any transform.
+    int sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed = {});
     // Starts over with new options (as a new Sampler of the same vocabulary; no allocation).
     void reset(const SamplingOptions& options);
     const SamplingOptions& options() const { return options_; }
@@ -92,6 +96,10 @@ struct GenerateOptions {
     // -1: off; 0: each generated token's log-probability (token_logprob);
     // 1..kMaxLogprobs: also that many most likely alternatives per token.
     int logprobs = -1;
+    // Constrained output (include/staticlm/constrain.hpp): each step samples
+    // only tokens the constraint allows, a stop id only once the value is
+    // complete. Log-probabilities stay the model's (unmasked). Needs a stop id.
+    std::shared_ptr<const Constraint> constraint;
 };
 
 struct GenerateStats {
@@ -124,6 +132,9 @@ struct GenerateResult {
     std::vector<float> logprobs;             // [tokens.size()] each token's log-probability
     int top_n = 0;                           // options.logprobs (0 when off)
     std::vector<TokenLogprob> top_logprobs;  // [tokens.size()][top_n], best first
+    // With options.constraint: whether the output is a complete value (false
+    // when it ended on max_tokens or the capacity inside one).
+    bool complete = false;
 };
 
 // Streaming callback: receives each newly completed piece of valid UTF-8.
