@@ -212,12 +212,18 @@ void apply_fields(const json& j, BatchRequest& r) {
             have_score = true;
         } else if (k == "meta") {
             r.meta_json = dump(v);
+        } else if (k == "json_schema") {  // the text in the line's member order: parse_request
+            if (!v.is_object()) bad_field(k, "a JSON Schema object", v);
+            r.json_schema = dump(v);
+        } else if (k == "grammar") {
+            r.grammar = string_field(k, v);
+            if (r.grammar.empty()) throw Error(ErrorKind::input, "field \"grammar\" is an empty string");
         } else {
             throw Error(ErrorKind::input,
                         "unknown field \"" + k +
                             "\" (known: id, prompt, messages, n_predict, temperature, top_k, top_p, "
                             "min_p, repetition_penalty, seed, stop, enable_thinking, hide_thinking, logprobs, score, "
-                            "choices, meta)");
+                            "choices, meta, json_schema, grammar)");
         }
     }
     if (have_prompt == have_messages)
@@ -232,6 +238,8 @@ void apply_fields(const json& j, BatchRequest& r) {
             throw Error(ErrorKind::input, "field \"" + generation_field + "\" is for generation; " + what +
                                               " generates nothing");
     }
+    if (!r.json_schema.empty() && !r.grammar.empty())
+        throw Error(ErrorKind::input, "give \"json_schema\" or \"grammar\", not both");
     if (r.thinking >= 0 && !have_messages)
         throw Error(ErrorKind::input, "\"enable_thinking\" goes with \"messages\" (a chat request)");
     if (!have_seed) r.options.sampling.seed = 0;  // parse_request derives it from the id
@@ -358,6 +366,9 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
         if (j.contains("meta")) r.meta_json = dump(j["meta"]);
         return fail(e.kind(), e.what());
     }
+    if (!r.json_schema.empty())  // json sorts members; a schema's properties keep their order
+        r.json_schema = nlohmann::ordered_json::parse(line)["json_schema"].dump(
+            -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     if (!j.contains("seed")) r.options.sampling.seed = request_seed(defaults.base_seed, r.id);
     r.seed = r.options.sampling.seed;
     return r;
@@ -521,6 +532,7 @@ std::string format_result_line(const BatchResult& r, const Tokenizer* tok, const
             }
             s += ']';
         }
+        if (r.complete >= 0) s += r.complete ? ",\"complete\":true" : ",\"complete\":false";
         s += ",\"prompt_tokens\":" + std::to_string(r.prompt_tokens);
         s += ",\"seed\":" + std::to_string(q.seed);
         append_timing(s, r);

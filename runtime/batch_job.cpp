@@ -14,6 +14,7 @@
 #include "staticlm/batch.hpp"
 #include "staticlm/batch_session.hpp"
 #include "staticlm/chat_template.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/model.hpp"
 #include "staticlm/prefix_pool.hpp"
 #include "staticlm/tokenizer.hpp"
@@ -280,8 +281,8 @@ public:
         for (const std::string& s : r.options.stop_strings)
             if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
         const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
-        const int slot =
-            gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids, r.options.logprobs);
+        const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids,
+                                     r.options.logprobs, r.options.constraint);
         const long n_prompt = long(r.prompt.size());
         try {
             BatchSession& bs = gen_.session();
@@ -377,6 +378,7 @@ private:
             t.top = {};
         }
         o.result.reason = gen_.reason(slot);
+        o.result.complete = gen_.complete(slot);
         o.result.stats = gen_.stats(slot);
         if (t.stream && o.result.reason != StopReason::stop_string) t.text += t.stream->flush();
         o.result.text = std::move(t.text);
@@ -777,6 +779,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
     };
 
     std::vector<int> prompt_tokens(j.requests.size(), 0);
+    ConstraintCache constraints(*tok);
     std::vector<EngineOutcome> finished;
     size_t next = 0;
     while (true) {
@@ -790,6 +793,13 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             const BatchRequest& q = j.requests[it.idx];
             if (it.error) {
                 write_error(q, it.kind, it.message);
+                continue;
+            }
+            try {  // compiled at the first line with this schema or grammar
+                if (!q.json_schema.empty()) it.er.options.constraint = constraints.json_schema(q.json_schema);
+                if (!q.grammar.empty()) it.er.options.constraint = constraints.grammar(q.grammar);
+            } catch (const Error& e) {
+                write_error(q, e.kind(), "line " + std::to_string(q.line) + ": " + e.what());
                 continue;
             }
             prompt_tokens[it.idx] = int(it.er.prompt.size());
@@ -829,6 +839,7 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
             r.logprobs = std::move(o.result.logprobs);
             r.top_n = o.result.top_n;
             r.top_logprobs = std::move(o.result.top_logprobs);
+            if (!q.json_schema.empty() || !q.grammar.empty()) r.complete = o.result.complete ? 1 : 0;
             write(r);
         }
     }

@@ -430,6 +430,42 @@ void ConstraintCursor::advance(int token) {
     if (ns >= 0) state_ = ns;
 }
 
+struct ConstraintCache::Impl {
+    const Tokenizer& tok;
+    ConstraintLimits limits;
+    std::shared_ptr<const TokenVocabulary> vocab;
+    struct Entry {
+        std::shared_ptr<const Constraint> c;
+        ErrorKind kind = ErrorKind::unsupported;
+        std::string error;
+    };
+    std::map<std::string, Entry> done;  // "j" + schema / "g" + grammar
+
+    std::shared_ptr<const Constraint> get(char what, const std::string& text) {
+        const std::string key = what + text;
+        auto it = done.find(key);
+        if (it == done.end()) {
+            Entry e;
+            try {
+                if (!vocab) vocab = std::make_shared<const TokenVocabulary>(tok);
+                e.c = what == 'j' ? Constraint::json_schema(text, vocab, limits) : Constraint::grammar(text, vocab, limits);
+            } catch (const Error& err) {
+                e.kind = err.kind();
+                e.error = err.what();
+            }
+            it = done.emplace(key, std::move(e)).first;
+        }
+        if (!it->second.c) throw Error(it->second.kind, it->second.error);
+        return it->second.c;
+    }
+};
+
+ConstraintCache::ConstraintCache(const Tokenizer& tokenizer, ConstraintLimits limits)
+    : impl_(std::make_unique<Impl>(Impl{tokenizer, limits, nullptr, {}})) {}
+ConstraintCache::~ConstraintCache() = default;
+std::shared_ptr<const Constraint> ConstraintCache::json_schema(const std::string& text) { return impl_->get('j', text); }
+std::shared_ptr<const Constraint> ConstraintCache::grammar(const std::string& text) { return impl_->get('g', text); }
+
 void apply_token_mask(std::span<float> logits, std::span<const uint64_t> allowed) {
     const float ninf = -std::numeric_limits<float>::infinity();
     const size_t n = logits.size();

@@ -62,6 +62,10 @@ struct BatchRequest {
     // (options.logprobs is "logprobs" for a generation).
     std::vector<std::string> score;
     bool choices = false;    // the continuations came as "choices": the result names the best
+    // "json_schema" (its JSON text, members in the line's order) or "grammar"
+    // (GBNF): constrained output, compiled once per distinct text by the job.
+    std::string json_schema;
+    std::string grammar;
     bool failed = false;
     ErrorKind error_kind = ErrorKind::input;
     std::string error;
@@ -141,6 +145,9 @@ struct BatchResult {
     std::vector<TokenLogprob> top_logprobs;
     // A scoring request: one score per continuation of request->score.
     std::vector<ContinuationScore> scores;
+    // A constrained generation: 1 when the output is a complete value, 0 when
+    // it stopped inside one (length, capacity); -1 unconstrained.
+    int complete = -1;
 };
 
 // One complete line, '\n' included (the marker first, then id, finish_reason,

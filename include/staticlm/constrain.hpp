@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <map>
 #include <vector>
 
 namespace staticlm {
@@ -128,6 +129,21 @@ private:
     const Constraint* c_ = nullptr;
     int state_ = -1;
     std::vector<uint64_t> buf_;
+};
+
+// A job's constraints, each compiled once per distinct text (most requests of
+// a job share one schema); the vocabulary is made at the first. A text that
+// failed to compile fails again with the same error, without a second try.
+class ConstraintCache {
+public:
+    ConstraintCache(const Tokenizer& tokenizer, ConstraintLimits limits = {});
+    ~ConstraintCache();
+    std::shared_ptr<const Constraint> json_schema(const std::string& text);
+    std::shared_ptr<const Constraint> grammar(const std::string& text);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 // Sets logits[t] = -inf for every t whose bit in `allowed` is clear.

@@ -4,10 +4,16 @@
 // on stories260K whose every output parses.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/model.hpp"
+#include "staticlm/batch.hpp"
 #include "staticlm/batch_session.hpp"
 #include "staticlm/constrain.hpp"
 #include "staticlm/generate.hpp"
@@ -250,5 +256,94 @@ TEST_CASE("constrain: BatchGenerator gives generate()'s constrained tokens") {
             CHECK(gen.complete(s) == (gen.reason(s) == StopReason::eos));
             gen.release(s);
         }
+    }
+}
+
+TEST_CASE("constrain: GBNF grammar masks, by hand") {
+    const auto g = Constraint::grammar("root ::= \"a\" digits (\"e\" | \":\" \"b\")?\ndigits ::= [0-9]{1,2}\n", tiny());
+    CHECK(after(*g, {}) == std::set<int>{4});
+    CHECK(after(*g, {4}) == std::set<int>{8, 9, 16});
+    CHECK(after(*g, {4, 8}) == std::set<int>{0, 6, 8, 16, 20});  // complete: EOS too; "12" would be 3 digits
+    CHECK(after(*g, {4, 9}) == std::set<int>{0, 6, 20});
+    CHECK(after(*g, {4, 9, 6}) == std::set<int>{5});
+    CHECK(after(*g, {4, 9, 20}) == std::set<int>{0});
+    // A negated class over code points: é (two byte tokens) is one character.
+    const auto n = Constraint::grammar("root ::= [^a-z]\n", tiny());
+    CHECK(after(*n, {}) == std::set<int>{1, 2, 3, 6, 7, 8, 13, 15, 16, 17, 18, 21});
+    CHECK(after(*n, {18}) == std::set<int>{19});
+    CHECK(after(*n, {18, 19}) == std::set<int>{0});
+}
+
+namespace {
+
+struct TempFile {
+    std::string path;
+    explicit TempFile(const char* name) : path("/tmp/staticlm-constrain-" + std::to_string(::getpid()) + "-" + name) {}
+    ~TempFile() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("constrain: batch lines with json_schema and grammar, bad ones as per-line errors") {
+    if (!test::have_shared_data("stories260K-hf")) return;
+    LoadOptions lo;
+    lo.threads = 1;
+    const auto model = load_model(test::shared_data() / "stories260K-hf", lo);
+    TempFile in("in.jsonl"), out("out.jsonl");
+    {
+        std::ofstream f(in.path);
+        f << R"({"id":"good","prompt":"Once","n_predict":80,"json_schema":{"type":"object","properties":{"who":{"type":"string","maxLength":10},"n":{"type":"integer"}},"required":["who","n"]}})" "\n"
+          << R"({"id":"kw","prompt":"Once","json_schema":{"type":"integer","minimum":0}})" "\n"
+          << R"({"id":"rec","prompt":"Once","json_schema":{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}})" "\n"
+          << R"({"id":"undef","prompt":"Once","grammar":"root ::= nope\n"})" "\n"
+          << R"({"id":"short","prompt":"Once","n_predict":2,"json_schema":{"type":"object","properties":{"who":{"type":"string"}},"required":["who"]}})" "\n"
+          << R"({"id":"both","prompt":"Once","grammar":"root ::= \"a\"\n","json_schema":{"type":"null"}})" "\n"
+          << R"({"id":"gram","prompt":"Once","n_predict":40,"grammar":"root ::= [a-z]{1,8} \"!\"\n"})" "\n";
+    }
+    BatchJobOptions o;
+    o.input = in.path;
+    o.output = out.path;
+    SessionOptions so;
+    so.max_seq = 256;
+    so.prefill_buckets = {16, 64};
+    so.threads = 1;
+    BatchSessionOptions bo;
+    bo.slots = 4;
+    bo.session = so;
+    for (int engine_kind = 0; engine_kind < 2; ++engine_kind) {
+        std::remove(out.path.c_str());
+        auto engine = engine_kind == 0 ? make_sequential_engine(model, so) : make_batched_engine(model, bo);
+        {
+            BatchJob job(o);
+            const BatchSummary s = job.run(*model, *engine);
+            CHECK(s.progress.done == 7);
+            CHECK(s.progress.errors == 4);
+        }
+        std::map<std::string, nlohmann::json> res;
+        std::ifstream f(out.path);
+        for (std::string line; std::getline(f, line);) {
+            const nlohmann::json j = nlohmann::json::parse(line);
+            res[j["id"].get<std::string>()] = j;
+        }
+        REQUIRE(res.size() == 7);
+        INFO("engine ", engine_kind);
+        const nlohmann::json good = nlohmann::json::parse(res["good"]["text"].get<std::string>());
+        CHECK(res["good"]["finish_reason"] == "stop");
+        CHECK(res["good"]["complete"] == true);
+        CHECK(good["who"].get<std::string>().size() <= 10 * 4);
+        CHECK(good["n"].is_number_integer());
+        auto error_of = [&](const char* id) { return res[id]["error"]["message"].get<std::string>(); };
+        CHECK(error_of("kw").find("unsupported keyword 'minimum' at $") != std::string::npos);
+        CHECK(error_of("kw").find("line 2") != std::string::npos);
+        CHECK(error_of("rec").find("recursive $ref '#/$defs/t'") != std::string::npos);
+        CHECK(error_of("undef").find("undefined rule 'nope'") != std::string::npos);
+        CHECK(error_of("both").find("not both") != std::string::npos);
+        CHECK(res["short"]["finish_reason"] == "length");
+        CHECK(res["short"]["complete"] == false);
+        const std::string g = res["gram"]["text"].get<std::string>();
+        CHECK(res["gram"]["complete"] == true);
+        REQUIRE(g.size() >= 2);
+        CHECK(g.back() == '!');
+        for (size_t i = 0; i + 1 < g.size(); ++i) CHECK((g[i] >= 'a' && g[i] <= 'z'));
     }
 }

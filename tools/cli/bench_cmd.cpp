@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/probe.hpp"
 #include "commands.hpp"
@@ -40,6 +41,8 @@ struct Run {
     double gops = 0, gbps = 0, r_peak = 0, r_bw = 0;
     uint64_t pool_shrinks = 0;  // during the pp and tg passes
     MachineCeilings machine;
+    double mask_seconds = 0, decode_seconds = 0;  // --json-schema: in all tg steps
+    long mask_steps = 0;
 };
 
 }  // namespace
@@ -73,6 +76,18 @@ int cmd_bench(const Args& a) {
         model = synthetic_model(name, weight_type_from_args(a), 1, load_threads, act_bits_from_args(a));
     }
     const ModelConfig& c = model_config(*model);
+    // --json-schema: each decode step also takes the constraint's mask, applies
+    // it to a copy of the logits, picks the argmax and advances (what a
+    // constrained greedy step adds to an unconstrained one), timed apart.
+    std::shared_ptr<const Constraint> constraint;
+    if (a.has("json-schema")) {
+        const Tokenizer* tok = model_tokenizer(*model);
+        if (!tok) throw UsageError(a.spelled("json-schema") + " needs a model with a tokenizer (-m)");
+        const std::string text = read_text_input(a.str("json-schema"), a.spelled("json-schema"), size_t{1} << 20);
+        constraint = Constraint::json_schema(text, std::make_shared<const TokenVocabulary>(*tok));
+    }
+    ConstraintCursor cursor(c.vocab);
+    std::vector<float> masked(size_t(c.vocab));
     // The ratio of prefill is to the peak of the arithmetic the format's matmul
     // uses: AMX tiles for q8 and bf16 on the avx512-amx target, else int8 dot
     // products (vpdpbusd) or fp32 FMA.
@@ -123,9 +138,26 @@ int cmd_bench(const Args& a) {
                 pp_tps.push_back(pp / s);
                 t0 = Clock::now();
                 int tok = 1;
+                cursor.start(constraint.get());
                 for (int i = 0; i < tg; ++i) {
+                    const auto t_step = Clock::now();
                     auto logits = session.decode(tok);
-                    tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                    if (!constraint) {
+                        tok = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                        continue;
+                    }
+                    const auto t_mask = Clock::now();
+                    std::copy(logits.begin(), logits.end(), masked.begin());
+                    apply_token_mask(masked, cursor.mask(c.eos_ids));
+                    tok = int(std::max_element(masked.begin(), masked.end()) - masked.begin());
+                    if (cursor.complete() && std::find(c.eos_ids.begin(), c.eos_ids.end(), tok) != c.eos_ids.end())
+                        cursor.start(constraint.get());  // a value is done: start the next one
+                    else
+                        cursor.advance(tok);
+                    const auto t_end = Clock::now();
+                    run.mask_seconds += std::chrono::duration<double>(t_end - t_mask).count();
+                    run.decode_seconds += std::chrono::duration<double>(t_mask - t_step).count();
+                    ++run.mask_steps;
                 }
                 const double d = std::chrono::duration<double>(Clock::now() - t0).count();
                 tg_tps.push_back(tg / d);
@@ -186,6 +218,12 @@ int cmd_bench(const Args& a) {
                     r.depth ? " (matmuls only)" : "");
         std::printf("  tg%-5d%s %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg, at.c_str(),
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
+        if (r.mask_steps > 0)
+            std::printf("  json_schema mask %8.1f us/step  %5.2f%% of the decode step (%.1f ms; %ld steps, %d token "
+                        "states, %d masks, compiled in %.2f s)\n",
+                        1e6 * r.mask_seconds / double(r.mask_steps), 100 * r.mask_seconds / r.decode_seconds,
+                        1e3 * r.decode_seconds / double(r.mask_steps), r.mask_steps, constraint->token_states(),
+                        constraint->distinct_masks(), constraint->compile_seconds());
         if (r.pool_shrinks > 0)
             std::printf("  (threads lost their cores to other processes: %llu times the pool ran on one thread "
                         "for a while)\n",

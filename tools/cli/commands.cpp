@@ -36,6 +36,9 @@ std::map<std::string, CommandSpec> make_specs() {
                  "stdout is JSON lines, one per generated token: its log-probability and the N (0..20) most likely "
                  "alternatives (docs/CLI.md)",
                  ""},
+                {"json-schema", "", "FILE",
+                 "constrain the output to this JSON Schema (compact JSON; the subset is in docs/BATCH.md)", ""},
+                {"grammar", "", "FILE", "constrain the output to this GBNF grammar (docs/BATCH.md)", ""},
             } +
             load_flags() + session_flags() + sampling_flags() + generation_flags(256),
         ""};
@@ -88,6 +91,8 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"ring", "", "", "ring storage for sliding-window layers", ""},
                 {"batch", "", "B[,B...]", "aggregate decode of B sequences together, per B (one -t N)", ""},
                 {"batch-ctx", "", "C", "--batch: context each sequence holds before decoding", "64"},
+                {"json-schema", "", "FILE",
+                 "also time the token mask of this JSON Schema in each decode step (a model with a tokenizer)", ""},
             },
         ""};
     m["batch"] = {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "staticlm/chat.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
@@ -228,6 +229,18 @@ int cmd_generate(const Args& a) {
                              a.str("logprobs"));
         if (a.has("echo")) throw UsageError("--echo and --logprobs do not go together (stdout is JSON lines)");
     }
+    if (a.has("json-schema") && a.has("grammar")) throw UsageError("give --json-schema or --grammar, not both");
+    if (a.has("json-schema") || a.has("grammar")) {
+        const bool schema = a.has("json-schema");
+        const char* flag = schema ? "json-schema" : "grammar";
+        const std::string text = read_text_input(a.str(flag), a.spelled(flag), size_t{1} << 20);
+        const auto vocab = std::make_shared<const TokenVocabulary>(tok);
+        g.constraint = schema ? Constraint::json_schema(text, vocab) : Constraint::grammar(text, vocab);
+        std::fprintf(stderr, "[staticlm] %s: %d automaton states, %d token states, %d distinct masks (%.1f MiB), "
+                     "compiled in %.2f s\n", flag, g.constraint->dfa_states(), g.constraint->token_states(),
+                     g.constraint->distinct_masks(), double(g.constraint->bytes()) / 1048576.0,
+                     g.constraint->compile_seconds());
+    }
     check_text_fits(prompt, tok, so.max_seq, so.max_seq, "the prompt");
     std::vector<int> ids = tok.encode(prompt, /*add_special=*/true);
     if (ids.empty()) {
@@ -255,6 +268,9 @@ int cmd_generate(const Args& a) {
     else
         out.finish();
     print_stats(r, g, session);  // stdout holds exactly the generated text
+    if (g.constraint && !r.complete)
+        std::fprintf(stderr, "[staticlm] the output is not a complete value of the %s\n",
+                     a.has("json-schema") ? "schema (incomplete JSON)" : "grammar");
     return r.reason == StopReason::aborted ? kExitInterrupted : kExitOk;
 }
 
