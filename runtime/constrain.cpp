@@ -274,11 +274,12 @@ void json_string_char(Nfa& nfa, int from, int to) {
 // Constraint: masks per token-boundary state
 // ---------------------------------------------------------------------------
 
-// Two passes over the states a token boundary reaches (breadth first from the
-// start, one trie walk each): the first finds them and their successors, then
-// the states from which tokens can complete the value ("live"); the second
-// builds each live state's mask from the tokens that lead to live states, so
-// a sequence never enters a state the vocabulary cannot finish.
+// The states a token boundary reaches are found breadth first from the start,
+// one trie walk each, which also gives each state's mask and successors. Then
+// the states from which tokens can complete the value ("live") are found, and
+// the few live states with a successor that is not live get their mask again
+// without the tokens that lead there: a sequence never enters a state the
+// vocabulary cannot finish. Masks are deduplicated.
 Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, const ConstraintLimits& limits,
                        const std::string& what)
     : vocab_(std::move(vocab)), next_(std::move(dfa.next)), accept_(std::move(dfa.accept)), start_(dfa.start) {
@@ -288,8 +289,8 @@ Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, co
     const size_t n_states = accept_.size();
     const int32_t n_nodes = int32_t(v.node_byte.size());
     int32_t st[TokenVocabulary::kMaxTokenBytes + 1];
-    // Calls on_token(node, end_state) for every node that ends tokens and
-    // whose bytes lead from `s` to a live DFA state.
+    // Calls on_node(node, end_state) for every trie node that ends tokens and
+    // whose bytes lead from `s` to a DFA state.
     auto walk = [&](int32_t s, auto&& on_node) {
         st[0] = s;
         for (int32_t i = 0; i < n_nodes;) {
@@ -304,7 +305,31 @@ Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, co
             ++i;
         }
     };
-    // Pass 1: reachable token-boundary states and their successors.
+    std::vector<uint64_t> cur(words_);
+    auto set_tokens = [&](int32_t node) {
+        for (int32_t k = v.token_begin[size_t(node)]; k < v.token_begin[size_t(node) + 1]; ++k) {
+            const int t = v.node_tokens[size_t(k)];
+            cur[size_t(t) / 64] |= uint64_t(1) << (t % 64);
+        }
+    };
+    std::vector<uint64_t> pool;  // masks of pass 1 and 2, deduplicated
+    std::unordered_multimap<uint64_t, int32_t> by_hash;
+    auto intern = [&]() {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (uint64_t w : cur) h = (h ^ w) * 0x100000001b3ull;
+        for (auto [it, end] = by_hash.equal_range(h); it != end; ++it)
+            if (std::equal(cur.begin(), cur.end(), pool.begin() + ptrdiff_t(size_t(it->second) * words_)))
+                return it->second;
+        const int32_t id = int32_t(pool.size() / (words_ ? words_ : 1));
+        if ((pool.size() + words_) * sizeof(uint64_t) > limits.max_mask_bytes)
+            throw Error(ErrorKind::capacity, what + ": its token masks need more than " +
+                                                 std::to_string(limits.max_mask_bytes >> 20) + " MiB");
+        pool.insert(pool.end(), cur.begin(), cur.end());
+        by_hash.emplace(h, id);
+        return id;
+    };
+    // Reachable token-boundary states, their masks and successors.
+    mask_of_.assign(n_states, -1);
     std::vector<int32_t> queue{start_};
     std::vector<uint8_t> queued(n_states, 0);
     queued[size_t(start_)] = 1;
@@ -312,7 +337,9 @@ Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, co
     std::vector<int32_t> seen_by(n_states, -1);
     for (size_t qi = 0; qi < queue.size(); ++qi) {
         const int32_t s = queue[qi];
-        walk(s, [&](int32_t, int32_t ns) {
+        std::fill(cur.begin(), cur.end(), 0);
+        walk(s, [&](int32_t node, int32_t ns) {
+            set_tokens(node);
             if (seen_by[size_t(ns)] != s) {
                 seen_by[size_t(ns)] = s;
                 succ[size_t(s)].push_back(ns);
@@ -322,6 +349,7 @@ Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, co
                 queue.push_back(ns);
             }
         });
+        mask_of_[size_t(s)] = intern();
     }
     // Live: complete, or a successor is live (fixpoint over the reversed edges).
     std::vector<std::vector<int32_t>> pred(n_states);
@@ -345,36 +373,30 @@ Constraint::Constraint(Dfa dfa, std::shared_ptr<const TokenVocabulary> vocab, co
     }
     if (!live[size_t(start_)])
         throw Error(ErrorKind::unsupported, what + ": no sequence of the vocabulary's tokens spells a complete value");
-    // Pass 2: masks of the live states, deduplicated.
-    mask_of_.assign(n_states, -1);
-    std::vector<uint64_t> cur(words_);
-    std::unordered_multimap<uint64_t, int32_t> by_hash;
     for (int32_t s : queue) {
-        if (!live[size_t(s)]) continue;
+        if (!live[size_t(s)]) {
+            mask_of_[size_t(s)] = -1;
+            continue;
+        }
         ++token_states_;
+        const auto& ss = succ[size_t(s)];
+        if (std::all_of(ss.begin(), ss.end(), [&](int32_t ns) { return live[size_t(ns)] != 0; })) continue;
         std::fill(cur.begin(), cur.end(), 0);
         walk(s, [&](int32_t node, int32_t ns) {
-            if (!live[size_t(ns)]) return;
-            for (int32_t k = v.token_begin[size_t(node)]; k < v.token_begin[size_t(node) + 1]; ++k) {
-                const int t = v.node_tokens[size_t(k)];
-                cur[size_t(t) / 64] |= uint64_t(1) << (t % 64);
-            }
+            if (live[size_t(ns)]) set_tokens(node);
         });
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (uint64_t w : cur) h = (h ^ w) * 0x100000001b3ull;
-        int32_t found = -1;
-        for (auto [it, end] = by_hash.equal_range(h); it != end && found < 0; ++it)
-            if (std::equal(cur.begin(), cur.end(), masks_.begin() + ptrdiff_t(size_t(it->second) * words_)))
-                found = it->second;
-        if (found < 0) {
-            found = int32_t(masks_.size() / (words_ ? words_ : 1));
-            if ((masks_.size() + words_) * sizeof(uint64_t) > limits.max_mask_bytes)
-                throw Error(ErrorKind::capacity, what + ": its token masks need more than " +
-                                                     std::to_string(limits.max_mask_bytes >> 20) + " MiB");
-            masks_.insert(masks_.end(), cur.begin(), cur.end());
-            by_hash.emplace(h, found);
+        mask_of_[size_t(s)] = intern();
+    }
+    // Keep only the masks in use.
+    std::vector<int32_t> renum(pool.size() / (words_ ? words_ : 1), -1);
+    for (int32_t& m : mask_of_) {
+        if (m < 0) continue;
+        if (renum[size_t(m)] < 0) {
+            renum[size_t(m)] = int32_t(masks_.size() / (words_ ? words_ : 1));
+            masks_.insert(masks_.end(), pool.begin() + ptrdiff_t(size_t(m) * words_),
+                          pool.begin() + ptrdiff_t(size_t(m + 1) * words_));
         }
-        mask_of_[size_t(s)] = found;
+        m = renum[size_t(m)];
     }
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -477,8 +499,11 @@ void apply_token_mask(std::span<float> logits, std::span<const uint64_t> allowed
             std::fill(logits.begin() + ptrdiff_t(w * 64), logits.begin() + ptrdiff_t(end), ninf);
             continue;
         }
-        for (size_t i = w * 64; i < end; ++i)
-            if (!(bits >> (i % 64) & 1)) logits[i] = ninf;
+        // A select per element, no branch: vectorizes (a mixed word is the
+        // common case inside strings, where most tokens are allowed).
+        float* p = logits.data() + w * 64;
+        const size_t n_here = end - w * 64;
+        for (size_t j = 0; j < n_here; ++j) p[j] = (bits >> j & 1) ? p[j] : ninf;
     }
 }
 
