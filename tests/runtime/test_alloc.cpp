@@ -10,6 +10,7 @@
 
 #include "model/model.hpp"
 #include "staticlm/batch_session.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
@@ -258,4 +259,54 @@ TEST_CASE("the batched runtime allocates nothing after creation") {
         check_batch_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", w);
         check_batch_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", w);
     }
+}
+
+// Constrained decoding: the cursor's mask buffer is made with the slot, so
+// submit / step / release with a constraint allocate nothing either.
+TEST_CASE("constrained BatchGenerator steps allocate nothing") {
+    LoadOptions lo;
+    lo.weights = WeightType::q8;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(test::fixtures_dir() / "llama-gqa-llama3", lo);
+    const int V = model->config().vocab;
+    std::vector<std::string> bytes(static_cast<size_t>(V));
+    for (int t = 1; t < V - 1; ++t) bytes[size_t(t)] = std::string(1, char(0x20 + t % 95));  // V-1: the stop id
+    const auto c = Constraint::json_schema(R"({"type":"array","items":{"type":"integer"},"maxItems":3})",
+                                           std::make_shared<const TokenVocabulary>(bytes));
+    std::vector<int> ids(40);
+    for (int i = 0; i < 40; ++i) ids[size_t(i)] = (i * 37 + 5) % V;
+    BatchSessionOptions bo;
+    bo.slots = 3;
+    bo.session.max_seq = 64;
+    bo.session.prefill_buckets = {8, 16};
+    bo.session.append_buckets = {4};
+    bo.session.threads = 2;
+    BatchGenerator gen(model, bo, 8);
+    SamplingOptions sampling;
+    sampling.temperature = 0.9f;
+    const std::vector<int> stop = {V - 1};
+    auto cycle = [&] {
+        for (int r = 0; r < 4; ++r) {
+            while (gen.active() < gen.capacity())
+                gen.submit(uint64_t(r), std::span<const int>(ids.data() + r, size_t(3 + 5 * r)), sampling, 12, stop,
+                           -1, c);
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s)
+                if (gen.finished(s)) gen.release(s);
+        }
+        while (gen.active() > 0) {
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s)
+                if (gen.finished(s)) gen.release(s);
+        }
+    };
+    cycle();  // warm-up
+    long n = 0;
+    {
+        Counting cnt;
+        cycle();
+        n = cnt.count();
+    }
+    CHECK_MESSAGE(n == 0, n, " heap allocations");
 }
