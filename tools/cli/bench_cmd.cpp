@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "staticlm/constrain.hpp"
@@ -44,6 +45,15 @@ struct Run {
     double mask_seconds = 0, decode_seconds = 0;  // --json-schema: in all tg steps
     long mask_steps = 0;
 };
+
+// --json-schema in --json: the mask's time per step and share of the decode step.
+std::string mask_json(const Run& r) {
+    if (r.mask_steps == 0) return "";
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), ", \"json_schema_mask\": {\"us_per_step\": %.1f, \"share_of_decode_step\": %.4f}",
+                  1e6 * r.mask_seconds / double(r.mask_steps), r.mask_seconds / r.decode_seconds);
+    return buf;
+}
 
 }  // namespace
 
@@ -197,14 +207,14 @@ int cmd_bench(const Args& a) {
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
-                "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, \"depth\": %d}\n",
+                "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, \"depth\": %d%s}\n",
                 name.c_str(), weight_type_name(model_weight_type(*model)), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
                 r.machine.int8_gops, r.machine.fp32_gflops, r.machine.amx_int8_gops,
-                r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops, r.depth);
+                r.machine.amx_int8_k32_gops, r.machine.amx_bf16_gflops, r.depth, mask_json(r).c_str());
         return 0;
     }
     std::printf("model %s, weights %s (%.1f MiB)%s, target %s\n", name.c_str(),
