@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -234,7 +235,10 @@ int cmd_generate(const Args& a) {
         const bool schema = a.has("json-schema");
         const char* flag = schema ? "json-schema" : "grammar";
         const std::string text = read_text_input(a.str(flag), a.spelled(flag), size_t{1} << 20);
+        const auto t0 = std::chrono::steady_clock::now();
         const auto vocab = std::make_shared<const TokenVocabulary>(tok);
+        std::fprintf(stderr, "[staticlm] vocabulary: %d tokens, %zu trie nodes, %.2f s\n", vocab->size(),
+                     vocab->node_byte.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         g.constraint = schema ? Constraint::json_schema(text, vocab) : Constraint::grammar(text, vocab);
         std::fprintf(stderr, "[staticlm] %s: %d automaton states, %d token states, %d distinct masks (%.1f MiB), "
                      "compiled in %.2f s\n", flag, g.constraint->dfa_states(), g.constraint->token_states(),
