@@ -421,12 +421,14 @@ size_t Constraint::bytes() const {
 // Per sequence
 // ---------------------------------------------------------------------------
 
-ConstraintCursor::ConstraintCursor(int vocab) : buf_((size_t(vocab) + 63) / 64) {}
+ConstraintCursor::ConstraintCursor(int vocab) : vocab_(vocab), buf_((size_t(vocab) + 63) / 64) {}
 
 void ConstraintCursor::start(const Constraint* c) {
-    if (c && c->mask_words() != buf_.size())
+    // A model may have more rows than its tokenizer has tokens (padded
+    // embeddings): those tokens are never allowed.
+    if (c && c->vocab() > vocab_)
         throw Error(ErrorKind::config, "constraint compiled for a vocabulary of " + std::to_string(c->vocab()) +
-                                           " tokens, the model has " + std::to_string(buf_.size() * 64) + " or fewer");
+                                           " tokens, more than the model's " + std::to_string(vocab_) + " logits");
     c_ = c;
     state_ = c ? c->start() : -1;
 }
@@ -434,9 +436,10 @@ void ConstraintCursor::start(const Constraint* c) {
 std::span<const uint64_t> ConstraintCursor::mask(std::span<const int> stop_ids) {
     const std::span<const uint64_t> m = c_->allowed(state_);
     std::copy(m.begin(), m.end(), buf_.begin());
+    std::fill(buf_.begin() + ptrdiff_t(m.size()), buf_.end(), 0);
     const bool done = c_->complete(state_);
     for (int id : stop_ids) {
-        if (id < 0 || size_t(id) >= buf_.size() * 64) continue;
+        if (id < 0 || id >= vocab_) continue;
         const uint64_t bit = uint64_t(1) << (id % 64);
         if (done)
             buf_[size_t(id) / 64] |= bit;

@@ -128,6 +128,7 @@ public:
 private:
     const Constraint* c_ = nullptr;
     int state_ = -1;
+    int vocab_ = 0;
     std::vector<uint64_t> buf_;
 };
 

@@ -162,6 +162,25 @@ TEST_CASE("constrain: arrays with minItems/maxItems and anyOf") {
     CHECK(mask_after({1, 7, 5, 2}) == std::set<int>{0});
 }
 
+TEST_CASE("constrain: a model with more logits than tokenizer tokens never gets the extra ones") {
+    const auto c = Constraint::json_schema(R"({"enum":["ab"]})", tiny());
+    ConstraintCursor cur(200);  // 22 tokens in the vocabulary, 200 logits
+    cur.start(c.get());
+    const int stop[] = {150};
+    auto m = cur.mask(stop);
+    REQUIRE(m.size() == 4);
+    CHECK(m[0] == uint64_t(1) << 3);  // '"' only
+    CHECK(m[1] == 0);
+    CHECK(m[2] == 0);                 // 150 is a stop id: not before the value is complete
+    for (int t : {3, 4, 5, 3}) cur.advance(t);
+    CHECK(cur.complete());
+    m = cur.mask(stop);
+    CHECK(m[0] == 0);
+    CHECK(m[2] == uint64_t(1) << (150 - 128));
+    ConstraintCursor small(10);
+    CHECK_THROWS_AS(small.start(c.get()), Error);
+}
+
 TEST_CASE("constrain: apply_token_mask sets exactly the disallowed logits to -inf") {
     std::vector<float> logits(130, 1.0f);
     std::vector<uint64_t> mask(3, 0);
