@@ -50,6 +50,11 @@ bool try_parse_json(std::string_view text, json& out, std::string& error,
             what.erase(0, p + 2);
         error = "at byte " + std::to_string(e.byte) + ": " + printable(what, 300);
         return false;
+    } catch (const json::exception& e) {  // out_of_range.406: a number beyond double ("1e800")
+        std::string what = e.what();
+        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+        error = printable(what, 300);
+        return false;
     }
 }
 

@@ -366,9 +366,11 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
         if (j.contains("meta")) r.meta_json = dump(j["meta"]);
         return fail(e.kind(), e.what());
     }
-    if (!r.json_schema.empty())  // json sorts members; a schema's properties keep their order
-        r.json_schema = nlohmann::ordered_json::parse(line)["json_schema"].dump(
-            -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (!r.json_schema.empty()) {  // json sorts members; a schema's properties keep their order
+        const nlohmann::ordered_json o = nlohmann::ordered_json::parse(line);
+        if (o.contains("json_schema") && o["json_schema"].is_object())
+            r.json_schema = o["json_schema"].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    }
     if (!j.contains("seed")) r.options.sampling.seed = request_seed(defaults.base_seed, r.id);
     r.seed = r.options.sampling.seed;
     return r;

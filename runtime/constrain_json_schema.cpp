@@ -165,11 +165,12 @@ private:
 
     void emit_type(const std::string& type, const json& s, int from, int to, const std::string& path, int depth) {
         auto only = [&](std::initializer_list<const char*> keys) {
-            for (const auto& [key, value] : s.items()) {
-                (void)value;
+            for (auto it = s.begin(); it != s.end(); ++it) {
+                const std::string& key = it.key();
                 if (annotations().count(key) || key == "type") continue;
-                if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
-                    fail(path, "keyword '" + key + "' does not apply to type " + type);
+                bool known = false;
+                for (const char* k : keys) known = known || key == k;
+                if (!known) fail(path, "keyword '" + key + "' does not apply to type " + type);
             }
         };
         if (type == "null") {

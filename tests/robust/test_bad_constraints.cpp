@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "staticlm/batch.hpp"
 #include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 
@@ -79,6 +80,8 @@ TEST_CASE("bad json_schema: unsupported keywords, $ref, types and limits") {
         {R"([1,2])", U, "a schema must be an object"},
         {R"({"type":)", ErrorKind::format, "json_schema: invalid JSON"},
         {R"({"type":"string"}   x)", ErrorKind::format, "invalid JSON"},
+        // Found by fuzz_constrain: a number beyond double threw out of the parser.
+        {R"({"enum":[666.77770008e0800]})", ErrorKind::format, "number overflow"},
     };
     for (const Row& r : rows) check_schema(r);
 }
@@ -139,4 +142,14 @@ TEST_CASE("bad grammar: undefined rules, syntax and limits") {
     deep += "\"a\"";
     for (int i = 0; i < 100; ++i) deep += ")";
     check_grammar({deep.c_str(), U, "groups nested deeper than 32"});
+}
+
+TEST_CASE("bad batch line: a number beyond double is an error of its line") {
+    // It used to escape parse_request and end the whole job.
+    const BatchRequest r = parse_request(R"({"id":"a","prompt":"x","temperature":1e800})", 3, RequestDefaults{});
+    CHECK(r.failed);
+    CHECK(r.error_kind == ErrorKind::format);
+    CHECK_MESSAGE(r.error.find("line 3") != std::string::npos, r.error);
+    CHECK_MESSAGE(r.error.find("number overflow") != std::string::npos, r.error);
+    CHECK(r.id.empty());
 }
