@@ -60,6 +60,12 @@ double number(const std::string& field, const json& v, double lo, double hi, boo
     return d;
 }
 
+bool one_of(const std::string& k, std::initializer_list<const char*> names) {
+    for (const char* n : names)
+        if (k == n) return true;
+    return false;
+}
+
 // "content": a string, or an array of text parts [{"type": "text", "text": ...}] (joined).
 std::string message_content(const std::string& at, const json& v) {
     if (v.is_string()) return v.get<std::string>();
@@ -106,24 +112,29 @@ json messages_of(const json& v) {
     return out;
 }
 
-// response_format: "text" is the default; a JSON schema maps onto the request's
-// "json_schema" once the engine has constrained output.
-void response_format(const json& v) {
+// response_format: "text" is the default; {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict", "description"}} gives the schema (null for text).
+json response_format(const json& v) {
     if (!v.is_object() || !v.contains("type") || !v["type"].is_string())
         bad("body.response_format", "an object with a \"type\"", v);
     const std::string type = v["type"].get<std::string>();
-    if (type == "text") return;
-    if (type == "json_schema")
-        throw Error(ErrorKind::input, "response_format json_schema is not supported yet");
+    if (type == "text") return json();
+    if (type == "json_schema") {
+        const std::string at = "body.response_format.json_schema";
+        if (!v.contains("json_schema") || !v["json_schema"].is_object())
+            bad(at, "an object {\"name\", \"schema\"}", v.value("json_schema", json()));
+        const json& js = v["json_schema"];
+        for (auto f = js.begin(); f != js.end(); ++f)
+            if (!one_of(f.key(), {"name", "schema", "strict", "description"}))
+                throw Error(ErrorKind::input, "unknown field \"" + at + "." + f.key() +
+                                                  "\" (it has name, schema, strict and description)");
+        if (!js.contains("schema") || !js["schema"].is_object())
+            bad(at + ".schema", "a JSON Schema object", js.value("schema", json()));
+        return js["schema"];  // checked and compiled as the request's "json_schema"
+    }
     if (type == "json_object")
         throw Error(ErrorKind::input, "response_format json_object is not supported");
     throw Error(ErrorKind::input, "field \"body.response_format.type\" must be text or json_schema, got \"" + type + "\"");
-}
-
-bool one_of(const std::string& k, std::initializer_list<const char*> names) {
-    for (const char* n : names)
-        if (k == n) return true;
-    return false;
 }
 
 }  // namespace
@@ -184,7 +195,8 @@ json openai_request_to_native(const json& line) {
         } else if (k == "logit_bias") {
             if (!v.is_object() || !v.empty()) throw Error(ErrorKind::input, "field \"body.logit_bias\" is not supported (only {})");
         } else if (k == "response_format") {
-            response_format(v);
+            json schema = response_format(v);
+            if (!schema.is_null()) out["json_schema"] = std::move(schema);
         } else if (one_of(k, {"model", "user", "metadata", "store", "service_tier"})) {
             continue;  // the job's --model runs every line; the rest is OpenAI bookkeeping
         } else if (one_of(k, {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls", "audio",
@@ -471,6 +483,7 @@ std::string format_openai_result(const BatchResult& r, const Tokenizer* tok, con
             }
             s += "],\"seed\":" + std::to_string(q.seed);
             append_timing(s, r);
+            if (r.complete >= 0) s += r.complete ? ",\"complete\":true" : ",\"complete\":false";
         }
     }
     if (!q.meta_json.empty()) s += ",\"meta\":" + q.meta_json;

@@ -342,7 +342,8 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
     }
     if (!j.is_object()) return fail(ErrorKind::format, std::string("not a JSON object but ") + json_type(j));
     std::string why;
-    if (is_openai_request(j)) {  // {"custom_id", "method", "url", "body"}: mapped onto the fields below
+    const bool openai = is_openai_request(j);
+    if (openai) {  // {"custom_id", "method", "url", "body"}: mapped onto the fields below
         if (!j.contains("custom_id")) return fail(ErrorKind::input, "no \"custom_id\" (an OpenAI batch request line)");
         if (!j["custom_id"].is_string())
             return fail(ErrorKind::input,
@@ -367,9 +368,11 @@ BatchRequest parse_request(std::string_view line, int line_no, const RequestDefa
         return fail(e.kind(), e.what());
     }
     if (!r.json_schema.empty()) {  // json sorts members; a schema's properties keep their order
-        const nlohmann::ordered_json o = nlohmann::ordered_json::parse(line);
-        if (o.contains("json_schema") && o["json_schema"].is_object())
-            r.json_schema = o["json_schema"].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        nlohmann::ordered_json o = nlohmann::ordered_json::parse(line);
+        const nlohmann::ordered_json& schema =
+            openai ? o["body"]["response_format"]["json_schema"]["schema"] : o["json_schema"];
+        if (schema.is_object())
+            r.json_schema = schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
     if (!j.contains("seed")) r.options.sampling.seed = request_seed(defaults.base_seed, r.id);
     r.seed = r.options.sampling.seed;

@@ -121,6 +121,18 @@ TEST_CASE("openai batch lines: the body maps onto the request fields") {
     REQUIRE_MESSAGE(!c.failed, c.error);
     CHECK(c.options.sampling.top_k == 5);
     CHECK(c.options.sampling.min_p == doctest::Approx(0.2f));
+
+    // response_format json_schema: the schema, members in the line's order, as a native "json_schema".
+    const BatchRequest js = parse_request(
+        line(R"("js")", "{" + kMessages +
+                            R"(,"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,)"
+                            R"("schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},)"
+                            R"("required":["name","age"]}}}})"),
+        1, d);
+    REQUIRE_MESSAGE(!js.failed, js.error);
+    CHECK(js.json_schema ==
+          R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]})");
+    CHECK(parse_request(line(R"("t")", "{" + kMessages + R"(,"response_format":{"type":"text"}})"), 1, d).json_schema.empty());
 }
 
 TEST_CASE("openai batch lines: every bad line is a clear error naming the line and the field") {
@@ -167,9 +179,13 @@ TEST_CASE("openai batch lines: every bad line is a clear error naming the line a
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"response_format":{"type":"json_object"}})"),
                "response_format json_object is not supported");
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"response_format":"json"})"), "\"body.response_format\"");
+    expect_bad(line(R"("a")", "{" + kMessages + R"(,"response_format":{"type":"json_schema"}})"),
+               "\"body.response_format.json_schema\" must be an object");
+    expect_bad(line(R"("a")", "{" + kMessages + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})"),
+               "\"body.response_format.json_schema.schema\" must be a JSON Schema object");
     expect_bad(line(R"("a")", "{" + kMessages +
-                                  R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}})"),
-               "response_format json_schema is not supported yet");
+                                  R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{},"format":1}}})"),
+               "unknown field \"body.response_format.json_schema.format\"");
     expect_bad(R"({"custom_id":"a","body":{)", "malformed JSON", ErrorKind::format);
     // A number beyond a double (found by fuzz/fuzz_batch.cpp): an error, not an escaped exception.
     expect_bad(line(R"("a")", "{" + kMessages + R"(,"max_tokens":2798e6183})"), "number overflow", ErrorKind::format);

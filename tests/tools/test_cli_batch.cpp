@@ -434,9 +434,13 @@ TEST_CASE("batch: OpenAI batch files in, --format openai out, resumed and sharde
         if (k % 2 == 0) body["temperature"] = 0;
         if (k % 5 == 0) body["logprobs"] = true, body["top_logprobs"] = int(k % 4);
         if (k == 17) body["n"] = 2;
-        if (k == 31)
-            body["response_format"] = {{"type", "json_schema"},
-                                       {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}};
+        if (k == 31 || k == 33) {  // 33: a schema the engine cannot compile, an error result
+            const json schema = k == 31 ? json::parse(R"({"type":"object","properties":{"name":{"type":"string",)"
+                                                      R"("maxLength":8}},"required":["name"]})")
+                                        : json::parse(R"({"type":"object","patternProperties":{}})");
+            body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}};
+            body["max_tokens"] = 40;
+        }
         reqs.push_back({{"custom_id", s["id"]}, {"method", "POST"}, {"url", "/v1/chat/completions"}, {"body", body}});
     }
     const std::string in = dir / "openai.jsonl", err = dir / "err.txt";
@@ -458,9 +462,9 @@ TEST_CASE("batch: OpenAI batch files in, --format openai out, resumed and sharde
         const json& n = rn.at(id);
         CHECK(o["digest"] == n["digest"]);
         CHECK(o["id"].get<std::string>().rfind("batch_req_", 0) == 0);
-        if (id == reqs[17]["custom_id"] || id == reqs[31]["custom_id"]) {
+        if (id == reqs[17]["custom_id"] || id == reqs[33]["custom_id"]) {
             CHECK(o["response"].is_null());
-            CHECK(o["error"]["code"] == "input");
+            CHECK(o["error"]["code"] == (id == reqs[17]["custom_id"] ? "input" : "unsupported"));
             CHECK(n["finish_reason"] == "error");
             continue;
         }
@@ -476,6 +480,13 @@ TEST_CASE("batch: OpenAI batch files in, --format openai out, resumed and sharde
         CHECK(choice["finish_reason"] == (n["finish_reason"] == "stop" ? "stop" : "length"));
         CHECK(o["staticlm"]["tokens"] == n["tokens"]);
         CHECK(o["staticlm"]["seed"] == n["seed"]);
+        if (id == reqs[31]["custom_id"]) {  // constrained: a complete value that parses, or marked incomplete
+            CHECK(o["staticlm"]["complete"] == n["complete"]);
+            if (o["staticlm"]["complete"] == true) {
+                const json v = json::parse(n["text"].get<std::string>());
+                CHECK(v["name"].is_string());
+            }
+        }
         CHECK(body["usage"]["completion_tokens"] == n["tokens"].size());
         CHECK(body["usage"]["prompt_tokens"] == n["prompt_tokens"]);
         CHECK(body["usage"]["total_tokens"] == n["tokens"].size() + n["prompt_tokens"].get<size_t>());
