@@ -2,7 +2,7 @@
 # Sets everything up and runs every test: installs Debian packages and the
 # default real model (tools/get_model.sh), builds
 # build-asan (ASan + UBSan, gcc) and runs the 'sanitize' suite there (kernels,
-# model, runtime, robust, robust-batch: every library test but test_alloc, whose malloc
+# model, runtime, robust, robust-batch, robust-constrain: every library test but test_alloc, whose malloc
 # replacement cannot coexist with ASan's, and the CLI scripts), then
 # builds the release configuration and runs every test with `meson test`,
 # then the Python package's pytest suite (tools/test_python.sh).
@@ -34,9 +34,17 @@ if [[ ! -f build-asan/build.ninja ]]; then
     meson setup build-asan --buildtype=plain -Doptimization=1 -Dcpp_args=-g1 \
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || exit 1
 fi
-# Build only the sanitize suite's binaries (meson test would build every target).
-ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust tests/test_robust_batch >/dev/null 2>&1 || {
-    ninja -C build-asan tests/test_kernels tests/test_model tests/test_runtime tests/test_robust tests/test_robust_batch 2>&1 | grep -E "error|Error" | head -20
+# Build only the sanitize suite's binaries (meson test would build every
+# target), as meson lists them (meson itself runs on python3).
+ninja -C build-asan build.ninja >/dev/null || exit 1   # reconfigures when a meson.build changed
+sanitize_bins=$(meson introspect build-asan --tests | python3 -c '
+import json, os, sys
+tests = json.load(sys.stdin)
+print(" ".join(sorted({os.path.relpath(t["cmd"][0], sys.argv[1]) for t in tests
+                       if any(s.split(":")[-1] == "sanitize" for s in t["suite"])})))' "$PWD/build-asan")
+[[ -n "$sanitize_bins" ]] || { echo "test: no tests in suite sanitize"; exit 1; }
+ninja -C build-asan $sanitize_bins >/dev/null 2>&1 || {
+    ninja -C build-asan $sanitize_bins 2>&1 | grep -E "error|Error" | head -20
     exit 1
 }
 phase "sanitizer build (build-asan)"
