@@ -7,7 +7,9 @@
 // log-sum-exp, and the reference's 64 greedy ids. --weights q8: teacher-forced
 // top-1 agreement >= 96% over the 1013-token text and perplexity within 1%
 // of f32; --weights q4: the measured figures with a little headroom. Skips
-// with a message when the file is absent.
+// with a message when the file is absent. Continuation scores (scores.json,
+// lm-eval-harness's boundary rule): --weights f32 with an f32 cache within
+// 1e-3 nats of transformers per pair, with the same greedy flags.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "model/safetensors.hpp"
+#include "staticlm/score.hpp"
 #include "staticlm/session.hpp"
 #include "tests/support.hpp"
 
@@ -267,6 +270,37 @@ TEST_CASE("Gemma 3 270M GGUF --weights f32 matches transformers fp32") {
                     "  llama.cpp prefix %d\n",
                     name, T, worst, worst_lse, ppl, r.ppl, same, G, with_llama);
     }
+}
+
+TEST_CASE("Gemma 3 270M GGUF --weights f32: continuation scores match transformers fp32") {
+    if (!have_model()) return;
+    std::ifstream in(ref_dir() / "scores.json");
+    REQUIRE(in);
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    REQUIRE(ref["pairs"].size() == 20);
+    auto model = load(WeightType::f32);
+    REQUIRE(model->tokenizer());
+    Session s(model, session_options(256));
+    double worst = 0;
+    int greedy = 0;
+    for (const nlohmann::json& p : ref["pairs"]) {
+        const std::string prompt = p["prompt"], cont = p["continuation"];
+        INFO(prompt << " | " << cont);
+        const ScoreIds ids = score_ids(*model->tokenizer(), prompt, std::vector<std::string>{cont});
+        CHECK(ids.prompt == p["prompt_ids"].get<std::vector<int>>());
+        REQUIRE(ids.continuations.size() == 1);
+        REQUIRE(ids.continuations[0] == p["continuation_ids"].get<std::vector<int>>());
+        const std::vector<ContinuationScore> got = score_continuations(s, ids.prompt, ids.continuations);
+        REQUIRE(got.size() == 1);
+        const double d = std::fabs(got[0].logprob - p["logprob"].get<double>());
+        worst = std::max(worst, d);
+        CHECK(d <= 1e-3);
+        CHECK(got[0].tokens == p["tokens"].get<int>());
+        CHECK(got[0].greedy == p["greedy"].get<bool>());
+        greedy += got[0].greedy;
+    }
+    std::printf("  gemma3-270m f32 scores: %zu pairs, max |logprob - transformers| %.2e nats, %d greedy\n",
+                ref["pairs"].size(), worst, greedy);
 }
 
 TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity against f32") {
