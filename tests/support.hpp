@@ -7,13 +7,44 @@
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <stdlib.h>
 
 #include "staticlm/error.hpp"
 
 namespace staticlm::test {
+
+// A fresh directory under /tmp, removed with what it holds at scope exit;
+// dir / "name" is the path of a file in it.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        char tmpl[] = "/tmp/staticlm-test-XXXXXX";
+        const char* made = ::mkdtemp(tmpl);
+        REQUIRE_MESSAGE(made != nullptr, "mkdtemp failed under /tmp");
+        path = made;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 inline std::filesystem::path source_dir() { return STATICLM_SOURCE_DIR; }
 inline std::filesystem::path fixtures_dir() { return source_dir() / "tests" / "fixtures"; }

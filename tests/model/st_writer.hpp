@@ -12,23 +12,9 @@
 #include <vector>
 
 #include "kernels/kernels.hpp"
+#include "tests/support.hpp"  // TempDir
 
 namespace staticlm::test {
-
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/staticlm_test_XXXXXX";
-        const char* p = mkdtemp(tmpl);
-        path = p ? p : "/tmp/staticlm_test_failed";
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
 
 inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
     std::ofstream out(p, std::ios::binary);

@@ -29,25 +29,8 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/staticlm-prefix-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using staticlm::test::read_file;
+using staticlm::test::TempDir;
 
 // id -> result line without its timing (the only field that may differ).
 std::map<std::string, json> results_by_id(const std::string& file) {

@@ -26,25 +26,8 @@ std::string bin() {
     return b ? b : "";
 }
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char tmpl[] = "/tmp/staticlm-cli-prefix-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+using staticlm::test::read_file;
+using staticlm::test::TempDir;
 
 // Runs `staticlm ARGS` (no shell quoting needed for the arguments used here);
 // returns the exit status with stdout and stderr in files.
