@@ -6,8 +6,8 @@ requests, slm_score_text on one extra session with all_logits.
 What differs from the command: requests are Python objects (no JSON text, so
 no line-length, nesting or malformed-JSON errors), results come back in input
 order without "line", a bad request's message starts with "request I:" (its
-0-based index) where the command's starts with "line N:", and "enable_thinking" / "hide_thinking" are refused (the C API
-has no thinking option)."""
+0-based index) where the command's starts with "line N:", and "enable_thinking" / "hide_thinking" / "json_schema" / "grammar" are
+refused (the C API has no thinking or constrained-output option)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._model import Model
 
 _KNOWN = ("id, prompt, messages, n_predict, temperature, top_k, top_p, min_p, repetition_penalty, seed, stop, "
-          "enable_thinking, hide_thinking, logprobs, score, choices, meta")
+          "enable_thinking, hide_thinking, logprobs, score, choices, meta, json_schema, grammar")
 _SCORING_FIELDS = {"id", "prompt", "messages", "score", "choices", "meta"}
 _FINISH = {StopReason.EOS: "stop", StopReason.STRING: "stop", StopReason.MAX_TOKENS: "length",
            StopReason.CAPACITY: "capacity", StopReason.ABORTED: "cancelled"}
@@ -206,6 +206,9 @@ class _Request:
             elif k in ("enable_thinking", "hide_thinking"):
                 raise _Bad("unsupported", f'field "{k}" is not supported by the Python binding (the C API has '
                                           "no thinking option; use `staticlm batch`)")
+            elif k in ("json_schema", "grammar"):
+                raise _Bad("unsupported", f'field "{k}" is not supported by the Python binding (the C API has '
+                                          "no constrained-output option yet; use `staticlm batch`)")
             elif k == "logprobs":
                 self.fields[k] = _int_field(k, v, 0, 20)
             elif k in ("score", "choices"):
