@@ -2,8 +2,9 @@
 // the metadata, the shared weight plan names every tensor (gguf_tensor_name),
 // and each matrix is dequantized by row chunks into per-thread scratch and
 // packed to the chosen weight type in parallel (never a whole-file f32 copy);
-// into q8, Q8_0/Q5_0/Q4_0 blocks keep their quants and scales exactly (Q4_0
-// into q4 and Q5_0 into q5 as well).
+// where the chosen format holds the tensor's GGML type exactly (its
+// GgufIngest hook, kernels/formats/format.hpp), the blocks are read and
+// repacked without rounding instead.
 // The tokenizer is built from the tokenizer.ggml.* keys on a thread of its
 // own meanwhile.
 #include <algorithm>
@@ -15,8 +16,7 @@
 #include <set>
 #include <thread>
 
-#include "kernels/formats/q4k.hpp"
-#include "kernels/formats/q6k.hpp"
+#include "kernels/formats/format.hpp"
 #include "model/family.hpp"
 #include "model/gguf.hpp"
 #include "model/model.hpp"
@@ -26,26 +26,6 @@
 namespace staticlm::detail {
 
 namespace {
-
-// --weights native: the format nearest a GGUF type (exact for F32, F16, BF16,
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K; Q2_K and Q3_K fit in
-// q8's 8 bits).
-WeightType native_weight_type(kernels::GgmlType t) {
-    switch (t) {
-        case kernels::GgmlType::f32: return WeightType::f32;
-        case kernels::GgmlType::f16: return WeightType::f16;
-        case kernels::GgmlType::bf16: return WeightType::bf16;
-        case kernels::GgmlType::q4_0: return WeightType::q4;
-        case kernels::GgmlType::q5_0: return WeightType::q5;
-        case kernels::GgmlType::q4_k: return WeightType::q4k;
-        case kernels::GgmlType::q5_k: return WeightType::q5k;
-        case kernels::GgmlType::q4_1: return WeightType::q4a;
-        case kernels::GgmlType::q5_1: return WeightType::q5a;
-        case kernels::GgmlType::q6_k: return WeightType::q6k;
-        default: return WeightType::q8;
-    }
-}
-
 
 const FamilyDescriptor& gguf_family(const GgufFile& f) {
     const std::string_view arch = f.get_string("general.architecture");
@@ -181,7 +161,7 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     std::vector<WeightType> native(plan.size(), type);
     if (options.native_weights)
         for (size_t i = 0; i < plan.size(); ++i)
-            if (plan[i].kind == WeightEntry::Kind::matrix) native[i] = native_weight_type(src[i]->type);
+            if (plan[i].kind == WeightEntry::Kind::matrix) native[i] = kernels::gguf_native_type(src[i]->type);
     model->arena_ = layout_arena(plan, type, options.native_weights ? &native : nullptr);
     uint64_t small_bytes = 0;
     for (size_t i = 0; i < plan.size(); ++i) {
@@ -211,15 +191,10 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
     const int n_threads = resolve_threads(options.threads);
     const long n_tasks = long(tasks.size());
 
-    // Per thread: decoded f32 rows, Q8_0/Q5_0/Q4_0 quants and scales, or
-    // Q4_1/Q5_1/Q4_K/Q5_K/Q6_K fields.
+    // Per thread: decoded f32 rows, or the format's ingestion scratch.
     struct Scratch {
         std::vector<float> f32;
-        std::vector<int8_t> quants;
-        std::vector<uint16_t> scales;
-        std::vector<uint8_t> nibbles, sc, mins;
-        std::vector<int8_t> sc6;
-        std::vector<uint16_t> d, dmin;
+        std::vector<std::byte> blocks;
     };
     run_tasks_in_order<Scratch>(n_threads, n_tasks, [&](long ti, const kernels::Team& team, Scratch& buf) {
         const Task& task = tasks[size_t(ti)];
@@ -229,47 +204,18 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             family.gguf_qk_interleaved && (e.role == WeightRole::q || e.role == WeightRole::k);
         const bool per_row = interleaved || e.rows.permuted();
         const int head_dim = e.layer >= 0 ? c.layers[size_t(e.layer)].head_dim : 0;
-        // Q8_0/Q5_0/Q4_0 into q8, Q4_0 into q4 and Q5_0 into q5: the quants
-        // and scales as they are.
-        const WeightType type = e.matrix->type;
-        const bool direct = e.k % kernels::kQ8Group == 0 &&
-                            ((type == WeightType::q8 && (t.type == kernels::GgmlType::q8_0 ||
-                                                         t.type == kernels::GgmlType::q5_0 ||
-                                                         t.type == kernels::GgmlType::q4_0)) ||
-                             (type == WeightType::q4 && t.type == kernels::GgmlType::q4_0) ||
-                             (type == WeightType::q5 && t.type == kernels::GgmlType::q5_0));
+        // Blocks the matrix's format holds as they are, or nullptr: f32 rows.
+        const kernels::GgufIngest* ingest = kernels::gguf_ingest(e.matrix->type, t.type);
         // ~128 KiB of f32 at a time: packed from L2 right after decoding.
         const size_t row_floats = size_t(e.k);
         const int step = std::max<int>(
             kernels::kPanelRows,
             int((size_t{128} << 10) / (row_floats * sizeof(float))) / kernels::kPanelRows * kernels::kPanelRows);
-        const size_t rows_max = size_t(std::min(step, task.n1 - task.n0));
-        // Q4_K into q4k, Q5_K into q5k: their fields as they are.
-        const bool q4k = (type == WeightType::q4k && t.type == kernels::GgmlType::q4_k) ||
-                         (type == WeightType::q5k && t.type == kernels::GgmlType::q5_k);
-        const bool q6k = type == WeightType::q6k && t.type == kernels::GgmlType::q6_k;
-        const bool q41 = (type == WeightType::q4a && t.type == kernels::GgmlType::q4_1) ||
-                         (type == WeightType::q5a && t.type == kernels::GgmlType::q5_1);
-        if (q41) {
-            buf.nibbles.resize(rows_max * row_floats);
-            buf.d.resize(rows_max * row_floats / kernels::kQ8Group);
-            buf.dmin.resize(buf.d.size());
-        } else if (q6k) {
-            buf.nibbles.resize(rows_max * row_floats);
-            buf.sc6.resize(rows_max * row_floats / kernels::kQ6kSub);
-            buf.d.resize(rows_max * row_floats / kernels::kQ6kSuper);
-        } else if (q4k) {
-            buf.nibbles.resize(rows_max * row_floats);
-            buf.sc.resize(rows_max * row_floats / kernels::kQ8Group);
-            buf.mins.resize(buf.sc.size());
-            buf.d.resize(rows_max * row_floats / kernels::kQ4kSuper);
-            buf.dmin.resize(buf.d.size());
-        } else if (direct) {
-            buf.quants.resize(rows_max * row_floats);
-            buf.scales.resize(rows_max * row_floats / kernels::kQ8Group);
-        } else {
-            buf.f32.resize(rows_max * row_floats);
-        }
+        const int rows_max = std::min(step, task.n1 - task.n0);
+        if (ingest)
+            buf.blocks.resize(ingest->scratch_bytes(rows_max, e.k));
+        else
+            buf.f32.resize(size_t(rows_max) * row_floats);
         for (int r0 = task.n0; r0 < task.n1; r0 += step) {
             const int r1 = std::min(task.n1, r0 + step);
             // Consecutive runs of GGUF rows: the whole step, or one row at
@@ -278,62 +224,23 @@ std::shared_ptr<const Model> load_gguf(const std::filesystem::path& path, const 
             for (int r = r0; r < r1; r = per_row ? r + 1 : r1) {
                 const int64_t hf = e.rows.source(r);
                 const int64_t g = e.rows.row0 + (interleaved ? gguf_llama_qk_row(hf, head_dim) : hf);
-                const int64_t count = per_row ? 1 : r1 - r0;
+                const int count = per_row ? 1 : r1 - r0;
                 const std::byte* blocks = t.data + size_t(g) * t.row_bytes();
-                const size_t at = size_t(r - r0) * row_floats;
-                if (q41) {
-                    const size_t s = at / kernels::kQ8Group;
-                    kernels::ggml_q41_fields(t.type, blocks, count * e.k, buf.nibbles.data() + at, buf.d.data() + s,
-                                             buf.dmin.data() + s);
-                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
-                        if ((buf.d[s + b] & 0x7c00) == 0x7c00 || (buf.dmin[s + b] & 0x7c00) == 0x7c00)
-                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
-                } else if (q6k) {
-                    const size_t s = at / kernels::kQ6kSuper;
-                    kernels::ggml_q6k_fields(blocks, count * e.k, buf.nibbles.data() + at,
-                                             buf.sc6.data() + at / kernels::kQ6kSub, buf.d.data() + s);
-                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ6kSuper; ++b)
-                        if ((buf.d[s + b] & 0x7c00) == 0x7c00)
-                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ6kSuper);
-                } else if (q4k) {
-                    const size_t s = at / kernels::kQ4kSuper;
-                    (type == WeightType::q5k ? kernels::ggml_q5k_fields : kernels::ggml_q4k_fields)(
-                        blocks, count * e.k, buf.nibbles.data() + at, buf.sc.data() + at / kernels::kQ8Group,
-                        buf.mins.data() + at / kernels::kQ8Group, buf.d.data() + s, buf.dmin.data() + s);
-                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ4kSuper; ++b)
-                        if ((buf.d[s + b] & 0x7c00) == 0x7c00 || (buf.dmin[s + b] & 0x7c00) == 0x7c00)
-                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ4kSuper);
-                } else if (direct) {
-                    uint16_t* sc = buf.scales.data() + at / kernels::kQ8Group;
-                    kernels::ggml_to_q8_quants(t.type, blocks, buf.quants.data() + at, sc, count * e.k);
-                    for (size_t b = 0; b < size_t(count) * row_floats / kernels::kQ8Group; ++b)
-                        if ((sc[b] & 0x7c00) == 0x7c00)
-                            throw_non_finite(t, g * e.k + int64_t(b) * kernels::kQ8Group);
+                if (ingest) {
+                    const int64_t bad =
+                        ingest->read(t.type, blocks, e.k, r - r0, count, rows_max, buf.blocks.data());
+                    if (bad >= 0) throw_non_finite(t, g * e.k + bad);
                 } else {
-                    gguf_dequantize_rows(t, g, g + count, buf.f32.data() + at);
-                    if (const int64_t bad = first_non_finite(buf.f32.data() + at, size_t(count) * row_floats);
-                        bad >= 0)
+                    float* rows = buf.f32.data() + size_t(r - r0) * row_floats;
+                    gguf_dequantize_rows(t, g, g + count, rows);
+                    if (const int64_t bad = first_non_finite(rows, size_t(count) * row_floats); bad >= 0)
                         throw_non_finite(t, g * e.k + bad);
                 }
             }
-            if (q41)
-                (type == WeightType::q5a ? kernels::pack_q5a_quants : kernels::pack_q4a_quants)(
-                    buf.nibbles.data(), buf.d.data(), buf.dmin.data(), e.n, e.k, r0, r1, e.matrix->data);
-            else if (q6k)
-                kernels::pack_q6k_quants(buf.nibbles.data(), buf.sc6.data(), buf.d.data(), e.n, e.k, r0, r1,
-                                         e.matrix->data);
-            else if (q4k)
-                (type == WeightType::q5k ? kernels::pack_q5k_quants : kernels::pack_q4k_quants)(
-                    buf.nibbles.data(), buf.sc.data(), buf.mins.data(), buf.d.data(), buf.dmin.data(), e.n, e.k, r0,
-                    r1, e.matrix->data);
-            else if (direct && type == WeightType::q4)
-                kernels::pack_q4_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
-            else if (direct && type == WeightType::q5)
-                kernels::pack_q5_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
-            else if (direct)
-                kernels::pack_q8_quants(buf.quants.data(), buf.scales.data(), e.n, e.k, r0, r1, e.matrix->data);
+            if (ingest)
+                ingest->pack(buf.blocks.data(), rows_max, e.n, e.k, r0, r1, e.matrix->data);
             else
-                kernels::pack_weight_rows(type, SrcType::f32, buf.f32.data(), e.n, e.k, r0, r1,
+                kernels::pack_weight_rows(e.matrix->type, SrcType::f32, buf.f32.data(), e.n, e.k, r0, r1,
                                           e.matrix->data);
         }
         const uint64_t bytes = uint64_t(task.n1 - task.n0) * t.row_bytes();

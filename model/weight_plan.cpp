@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/formats/format.hpp"
 #include "staticlm/error.hpp"
 
 
@@ -157,10 +158,7 @@ std::vector<std::string> unused_by_design(const ModelConfig& c, const TensorNami
 
 WeightType matrix_type(WeightRole role, WeightType type) {
     const bool vocab = role == WeightRole::embed || role == WeightRole::lm_head;
-    const bool low_bit = type == WeightType::q4 || type == WeightType::q5 || type == WeightType::q4k ||
-                         type == WeightType::q6k || type == WeightType::q5k || type == WeightType::q4a ||
-                         type == WeightType::q5a;
-    return low_bit && vocab ? WeightType::q8 : type;
+    return vocab ? kernels::vocab_weight_type(type) : type;
 }
 
 Buffer layout_arena(std::vector<WeightEntry>& plan, WeightType type, const std::vector<WeightType>* per_entry) {

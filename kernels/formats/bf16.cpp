@@ -26,6 +26,12 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     for (int i = 0; i < w.k; ++i) out[i] = bf16_to_f32(steps[i / 2].v[r][i & 1]) * scale;
 }
 
+void ref_row(const float* x, int k, float* out) {
+    for (int i = 0; i < k; ++i) out[i] = bf16_to_f32(f32_to_bf16(x[i]));
+}
+
+constexpr GgmlType kGguf[] = {GgmlType::bf16};
+
 }  // namespace
 
 const FormatInfo formats::bf16 = {
@@ -35,6 +41,9 @@ const FormatInfo formats::bf16 = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = ref_row,
+    .vocab_q8 = false,
+    .gguf = {.native = kGguf, .takes = {}},
 };
 
 }  // namespace staticlm::kernels

@@ -21,6 +21,12 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     for (int i = 0; i < w.k; ++i) out[i] = steps[i].v[r] * scale;
 }
 
+void ref_row(const float* x, int k, float* out) {
+    for (int i = 0; i < k; ++i) out[i] = x[i];
+}
+
+constexpr GgmlType kGguf[] = {GgmlType::f32};
+
 }  // namespace
 
 const FormatInfo formats::f32 = {
@@ -30,6 +36,9 @@ const FormatInfo formats::f32 = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = ref_row,
+    .vocab_q8 = false,
+    .gguf = {.native = kGguf, .takes = {}},
 };
 
 }  // namespace staticlm::kernels

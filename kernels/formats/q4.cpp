@@ -13,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "hooks.hpp"
 #include "kernels/formats/format.hpp"
 #include "kernels/formats/q8.hpp"
 #include "staticlm/error.hpp"
@@ -174,6 +175,10 @@ float quantize_q4_group(const float* x, int8_t* q) {
     return best;
 }
 
+namespace {
+constexpr GgmlType kGguf[] = {GgmlType::q4_0};
+}
+
 const FormatInfo formats::q4 = {
     .traits = {WeightType::q4, "q4", WeightMath::int8, false,
                double(sizeof(Q4Block)) / (kPanelRows * kQ8Group)},
@@ -182,6 +187,9 @@ const FormatInfo formats::q4 = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = detail::ref_row_symmetric<ref::quantize_weight_row_q4>,
+    .vocab_q8 = true,
+    .gguf = detail::GivenQuantsIngest<pack_q4_quants>::hook(kGguf, kGguf),
 };
 
 void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {

@@ -4,6 +4,7 @@
 #include "kernels/formats/q4k.hpp"
 
 #include "affine_k.hpp"
+#include "hooks.hpp"
 
 namespace staticlm::kernels {
 
@@ -32,6 +33,9 @@ const FormatInfo formats::q4k = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = Q4k::read_row,
+    .ref_row = detail::ref_row_affine<ref::quantize_weight_row_q4k, kQ4kSuper>,
+    .vocab_q8 = true,
+    .gguf = detail::AffineKIngest<GgmlType::q4_k, ggml_q4k_fields, pack_q4k_quants>::hook(),
 };
 
 namespace detail {

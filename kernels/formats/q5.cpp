@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "hooks.hpp"
 #include "kernels/formats/format.hpp"
 #include "kernels/formats/q8.hpp"
 
@@ -78,6 +79,10 @@ float quantize_q5_group(const float* x, int8_t* q) {
     return s;
 }
 
+namespace {
+constexpr GgmlType kGguf[] = {GgmlType::q5_0};
+}
+
 const FormatInfo formats::q5 = {
     .traits = {WeightType::q5, "q5", WeightMath::int8, false,
                double(sizeof(Q5Block)) / (kPanelRows * kQ8Group)},
@@ -86,6 +91,9 @@ const FormatInfo formats::q5 = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = detail::ref_row_symmetric<ref::quantize_weight_row_q5>,
+    .vocab_q8 = true,
+    .gguf = detail::GivenQuantsIngest<pack_q5_quants>::hook(kGguf, kGguf),
 };
 
 void pack_q5_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst) {

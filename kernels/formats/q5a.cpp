@@ -4,6 +4,7 @@
 #include "kernels/formats/q4a.hpp"
 
 #include "affine_k.hpp"
+#include "hooks.hpp"
 
 namespace staticlm::kernels {
 
@@ -30,6 +31,9 @@ const FormatInfo formats::q5a = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = Fmt::read_row,
+    .ref_row = detail::ref_row_affine<ref::quantize_weight_row_q5a, kQ8Group>,
+    .vocab_q8 = true,
+    .gguf = detail::AffineGIngest<GgmlType::q5_1, pack_q5a_quants>::hook(),
 };
 
 namespace detail {

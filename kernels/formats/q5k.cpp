@@ -4,6 +4,7 @@
 #include "kernels/formats/q5k.hpp"
 
 #include "affine_k.hpp"
+#include "hooks.hpp"
 
 namespace staticlm::kernels {
 
@@ -32,6 +33,9 @@ const FormatInfo formats::q5k = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = Q5k::read_row,
+    .ref_row = detail::ref_row_affine<ref::quantize_weight_row_q5k, kQ4kSuper>,
+    .vocab_q8 = true,
+    .gguf = detail::AffineKIngest<GgmlType::q5_k, ggml_q5k_fields, pack_q5k_quants>::hook(),
 };
 
 namespace detail {

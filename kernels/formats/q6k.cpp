@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "hooks.hpp"
 #include "kernels/formats/format.hpp"
 #include "kernels/formats/q8.hpp"
 #include "staticlm/error.hpp"
@@ -51,6 +52,50 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     }
 }
 
+// GGUF Q6_K in the loader's scratch: values [cap][k] in [0, 63], 8-bit
+// scales [cap][k/16], halves d [cap][k/256].
+struct Q6kFields {
+    uint8_t* q;
+    int8_t* sc;
+    uint16_t* d;
+    Q6kFields(detail::Carve& c, int cap, int k)
+        : q(c.next<uint8_t>(size_t(cap) * size_t(k))),
+          sc(c.next<int8_t>(size_t(cap) * size_t(k / kQ6kSub))),
+          d(c.next<uint16_t>(size_t(cap) * size_t(k / kQ6kSuper))) {}
+};
+
+size_t gguf_scratch(int cap, int k) {
+    detail::Carve c(nullptr);
+    Q6kFields(c, cap, k);
+    return c.used();
+}
+
+int64_t gguf_read(GgmlType, const std::byte* src, int k, int row, int count, int cap, std::byte* s) {
+    detail::Carve c(s);
+    const Q6kFields f(c, cap, k);
+    const size_t at = size_t(row) * size_t(k / kQ6kSuper);
+    ggml_q6k_fields(src, int64_t(count) * k, f.q + size_t(row) * size_t(k), f.sc + size_t(row) * size_t(k / kQ6kSub),
+                    f.d + at);
+    return detail::first_bad_half(f.d + at, nullptr, size_t(count) * size_t(k / kQ6kSuper), kQ6kSuper);
+}
+
+void gguf_pack(std::byte* s, int cap, int n, int k, int n0, int n1, std::byte* dst) {
+    detail::Carve c(s);
+    const Q6kFields f(c, cap, k);
+    pack_q6k_quants(f.q, f.sc, f.d, n, k, n0, n1, dst);
+}
+
+constexpr GgmlType kGguf[] = {GgmlType::q6_k};
+
+// ref::quantize_weight_row_q6k's values: ws · q per half-group of 16.
+void ref_row(const float* x, int k, float* out) {
+    const int k_pad = (k + kQ6kSuper - 1) / kQ6kSuper * kQ6kSuper;
+    std::vector<int8_t> q(static_cast<size_t>(k_pad));
+    std::vector<float> ws(size_t(k_pad / kQ6kSub));
+    ref::quantize_weight_row_q6k(x, k, q.data(), ws.data());
+    for (int i = 0; i < k; ++i) out[i] = ws[size_t(i / kQ6kSub)] * float(q[size_t(i)]);
+}
+
 }  // namespace
 
 void quantize_q6k_super(const float* x, uint8_t* n, int8_t* sc, uint16_t* d) {
@@ -89,6 +134,9 @@ const FormatInfo formats::q6k = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = ref_row,
+    .vocab_q8 = true,
+    .gguf = {kGguf, kGguf, gguf_scratch, gguf_read, gguf_pack},
 };
 
 namespace detail {

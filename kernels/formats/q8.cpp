@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "hooks.hpp"
 #include "kernels/formats/format.hpp"
 #include "staticlm/error.hpp"
 
@@ -38,6 +39,10 @@ void read_row(const PackedMatrix& w, int row, float scale, float* out) {
     }
 }
 
+// GGUF Q8_0 is q8's own; Q5_0 and Q4_0 quants fit its int8 as they are.
+constexpr GgmlType kNative[] = {GgmlType::q8_0};
+constexpr GgmlType kTakes[] = {GgmlType::q8_0, GgmlType::q5_0, GgmlType::q4_0};
+
 }  // namespace
 
 const FormatInfo formats::q8 = {
@@ -48,6 +53,9 @@ const FormatInfo formats::q8 = {
     .packed_bytes = matrix_size,
     .scratch_bytes = scratch_size,
     .unpack_row = read_row,
+    .ref_row = detail::ref_row_symmetric<ref::quantize_weight_row_q8>,
+    .vocab_q8 = false,
+    .gguf = detail::GivenQuantsIngest<pack_q8_quants>::hook(kNative, kTakes),
 };
 
 size_t q8_act_row_bytes(int k, int act_bits) { return q8_act_layout(k, act_planes(act_bits)).stride; }

@@ -46,6 +46,21 @@ const FormatInfo& format_info(WeightType type) {
     throw Error(ErrorKind::unsupported, "unknown weight type number " + std::to_string(int(type)));
 }
 
+WeightType vocab_weight_type(WeightType type) {
+    return format_info(type).vocab_q8 ? WeightType::q8 : type;
+}
+
+WeightType gguf_native_type(GgmlType t) {
+    for (const FormatInfo* f : kFormats)
+        if (std::ranges::find(f->gguf.native, t) != f->gguf.native.end()) return f->traits.type;
+    return WeightType::q8;
+}
+
+const GgufIngest* gguf_ingest(WeightType type, GgmlType t) {
+    const GgufIngest& g = format_info(type).gguf;
+    return std::ranges::find(g.takes, t) != g.takes.end() ? &g : nullptr;
+}
+
 namespace detail {
 
 size_t panels(int n) {

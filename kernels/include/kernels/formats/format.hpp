@@ -6,11 +6,35 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 
 #include "kernels/formats/list.hpp"
+#include "kernels/ggml_blocks.hpp"
 #include "kernels/kernels.hpp"
 
 namespace staticlm::kernels {
+
+// How a format takes GGUF tensors (model/gguf_loader.cpp). A matrix whose
+// GGML type is in `takes` is read block by block into the loader's per-thread
+// scratch and packed from there without rounding; any other type is
+// dequantized to f32 rows and packed with pack_weight_rows.
+struct GgufIngest {
+    // The GGML types for which --weights native picks this format.
+    std::span<const GgmlType> native;
+    // The GGML types this format holds exactly (read and pack below).
+    std::span<const GgmlType> takes;
+    // Scratch bytes for `cap` rows of k elements (k whole blocks of the type).
+    size_t (*scratch_bytes)(int cap, int k) = nullptr;
+    // Reads `count` rows of blocks of type t at src (k elements a row) into
+    // rows [row, row + count) of a scratch of `cap` rows. Returns the element
+    // index (from src) of the first block with a non-finite half scale, or -1.
+    int64_t (*read)(GgmlType t, const std::byte* src, int k, int row, int count, int cap,
+                    std::byte* scratch) = nullptr;
+    // Packs scratch rows [0, n1 - n0) as rows [n0, n1) of an [n][k] matrix at
+    // dst (n0 a multiple of kPanelRows; n1 too or n).
+    void (*pack)(std::byte* scratch, int cap, int n, int k, int n0, int n1, std::byte* dst) = nullptr;
+};
 
 struct FormatInfo {
     WeightTypeInfo traits;  // type, name, math, exact, bytes per weight
@@ -25,6 +49,13 @@ struct FormatInfo {
     size_t (*scratch_bytes)(int m, int k);
     // Row `row` as floats times `scale` (embedding lookups, tests).
     void (*unpack_row)(const PackedMatrix& w, int row, float scale, float* out);
+    // The scalar reference (tests): the k values packing the row x[k] stores,
+    // as unpack_row gives them back, computed without the SIMD bodies.
+    void (*ref_row)(const float* x, int k, float* out);
+    // True for the low-bit formats: the vocabulary matrices (token embedding,
+    // output head) are stored as q8 instead (vocab_weight_type).
+    bool vocab_q8 = false;
+    GgufIngest gguf{};
 };
 
 // Each format's entry, defined in kernels/formats/<name>.cpp.
@@ -36,6 +67,14 @@ STATICLM_WEIGHT_FORMATS(STATICLM_DECLARE_FORMAT)
 
 // The entry of a type; throws Error(unsupported) for a value with none.
 const FormatInfo& format_info(WeightType type);
+
+// The format the embedding and output head get when the others are `type`.
+WeightType vocab_weight_type(WeightType type);
+// --weights native: the format a GGML type loads into (the one naming it in
+// GgufIngest::native; q8 for a type no format names).
+WeightType gguf_native_type(GgmlType t);
+// The ingestion hook when `type` holds GGML type t exactly, else nullptr.
+const GgufIngest* gguf_ingest(WeightType type, GgmlType t);
 
 // Checks shared by the formats' entries (kernels/formats/table.cpp).
 namespace detail {
