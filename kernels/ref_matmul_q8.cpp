@@ -4,12 +4,13 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/formats/q4.hpp"
-#include "kernels/formats/q4a.hpp"
-#include "kernels/formats/q4k.hpp"
-#include "kernels/formats/q5k.hpp"
-#include "kernels/formats/q6k.hpp"
-#include "kernels/formats/q5.hpp"
+#include "formats/q4/layout.hpp"
+#include "formats/q4a/layout.hpp"
+#include "formats/q5a/layout.hpp"
+#include "formats/q4k/layout.hpp"
+#include "formats/q5k/layout.hpp"
+#include "formats/q6k/layout.hpp"
+#include "formats/q5/layout.hpp"
 #include "kernels/ref.hpp"
 
 namespace staticlm::kernels::ref {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm::kernels::detail {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "staticlm/error.hpp"

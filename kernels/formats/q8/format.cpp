@@ -1,12 +1,12 @@
 // The q8 format's entry: int8 weights in 16-row panels of Q8Blocks (layout in
 // kernels/formats/q8.hpp), int8 activation rows as matmul scratch.
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "hooks.hpp"
+#include "formats/hooks.hpp"
 #include "kernels/formats/format.hpp"
 #include "staticlm/error.hpp"
 

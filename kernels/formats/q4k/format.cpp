@@ -1,10 +1,10 @@
 // The q4k format's entry: GGUF Q4_K super-blocks in 16-row panels (layout in
 // kernels/formats/q4k.hpp; reading, quantizing and repacking shared with q5k
 // in kernels/formats/affine_k.hpp).
-#include "kernels/formats/q4k.hpp"
+#include "formats/q4k/layout.hpp"
 
-#include "affine_k.hpp"
-#include "hooks.hpp"
+#include "formats/affine_k.hpp"
+#include "formats/hooks.hpp"
 
 namespace staticlm::kernels {
 

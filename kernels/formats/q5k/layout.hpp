@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/formats/q4k.hpp"
+#include "formats/q4k/layout.hpp"
 
 namespace staticlm::kernels {
 

@@ -1,5 +1,5 @@
-// Layouts of the q4a and q5a formats (kernels/formats/q4a.cpp, q5a.cpp,
-// kernels/simd/matmul_q8.cpp).
+// Layout of the q4a format (kernels/formats/q4a/; q5a, its 5-bit
+// sibling, is kernels/formats/q5a/).
 //
 // q4a and q5a are GGUF's Q4_1 and Q5_1 kept as they are: per row and group of
 // 32 k an IEEE-half scale d and offset m, unsigned values n in [0, 15]
@@ -28,27 +28,10 @@ struct Q4aBlock {
 };
 static_assert(sizeof(Q4aBlock) == 320 && offsetof(Q4aBlock, d) == 256 && offsetof(Q4aBlock, m) == 288);
 
-// q5a: the same with bit 4 of n as Q5Block::hi.
-struct Q5aBlock {
-    uint8_t q[kQ8Group / 8][kPanelRows][4];
-    uint8_t hi[kQ8Group / 4][8];
-    uint16_t d[kPanelRows];
-    uint16_t m[kPanelRows];
-};
-static_assert(sizeof(Q5aBlock) == 384 && offsetof(Q5aBlock, hi) == 256 && offsetof(Q5aBlock, d) == 320 &&
-              offsetof(Q5aBlock, m) == 352);
-
-// Quantizes one group of 32 floats (zeros where k is padded): n[32] in
-// [0, levels] (15 or 31), d = (max - min) / levels and m = min as halves,
-// n = round((x - m) / d) clamped (round to nearest; a group with a non-finite
-// value gives d = m = 0, n = 0).
 void quantize_q4a_group(const float* x, uint8_t* n, uint16_t* d, uint16_t* m);
-void quantize_q5a_group(const float* x, uint8_t* n, uint16_t* d, uint16_t* m);
 
 namespace detail {
-// Writes row r's n[32], d and m (halves) into a Q4aBlock / Q5aBlock.
 void store_q4a_group(std::byte* block, int r, const uint8_t* n, uint16_t d, uint16_t m);
-void store_q5a_group(std::byte* block, int r, const uint8_t* n, uint16_t d, uint16_t m);
 }  // namespace detail
 
 }  // namespace staticlm::kernels

@@ -1,10 +1,10 @@
 // The q5a format's entry: GGUF Q5_1 blocks in 16-row panels (layout in
 // kernels/formats/q4a.hpp; reading, quantizing and repacking shared with the
 // other affine formats in kernels/formats/affine_k.hpp).
-#include "kernels/formats/q4a.hpp"
+#include "formats/q5a/layout.hpp"
 
-#include "affine_k.hpp"
-#include "hooks.hpp"
+#include "formats/affine_k.hpp"
+#include "formats/hooks.hpp"
 
 namespace staticlm::kernels {
 

@@ -1,7 +1,7 @@
 // The q4 format's entry: 4-bit weights in 16-row panels of Q4Blocks (layout in
 // kernels/formats/q4.hpp), the scale search of the weight quantizer, and the
 // exact repacking of already-quantized rows (GGUF Q4_0).
-#include "kernels/formats/q4.hpp"
+#include "formats/q4/layout.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,9 @@
 #include <emmintrin.h>
 #endif
 
-#include "hooks.hpp"
+#include "formats/hooks.hpp"
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm::kernels {

@@ -1,10 +1,16 @@
-// The SIMD body of the integer formats q8, q4, q5, q4k and q6k, compiled per
-// target against the vector layer: activation quantization, panel packing
-// (layouts in kernels/formats/q8.hpp, q4.hpp, q5.hpp, q4k.hpp, q6k.hpp) and
-// the matmul y[m][n] = x[m][k] · Wᵀ, one or several matrices per call. The
-// formats share the tile, the activation rows and the threading; each one's
-// W trait says where a group's block is, how its bits become the bytes the
-// dot step takes, and the group's scales and epilogue.
+#pragma once
+
+// The shared integer matmul skeleton (included by each integer format's
+// kernels/formats/<name>/simd.cpp, compiled per target against the vector
+// layer): activation quantization into q8 activation rows
+// (kernels/formats/q8/layout.hpp), the source walk of panel packing, the
+// MR × NP tile, the AMX tile, the thread split and matmul_many. A format
+// brings its weight trait W (where group g's block is, how a load step of it
+// becomes dot operands, the group's scales and epilogue: see HalfScaleGroups
+// and AffineOps below, which several formats share) and its pack body, and
+// gets its FormatKernels from int_kernels<W>(pack). Everything here is in an
+// anonymous namespace: each format's file instantiates the tile for its own W
+// alone, so the tile policy inlines as it did when all formats were one file.
 //
 // Numerical contract: activations are quantized exactly as ref::quantize_row_act
 // (8-bit: ref::quantize_row_q8; 16-bit: two int8 planes, kernels/formats/q8.hpp)
@@ -25,13 +31,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/formats/q4.hpp"
-#include "kernels/formats/q4a.hpp"
-#include "kernels/formats/q4k.hpp"
-#include "kernels/formats/q5.hpp"
-#include "kernels/formats/q5k.hpp"
-#include "kernels/formats/q6k.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 #include "kernels/simd/amx.hpp"
 #include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
@@ -88,53 +88,6 @@ struct HalfScaleGroups {
     }
 };
 
-struct Q8Weights : HalfScaleGroups<Q8Weights> {
-    static constexpr size_t kBlockBytes = sizeof(Q8Block);
-    static constexpr size_t kQOff = offsetof(Q8Block, q);
-    static constexpr size_t kScaleOff = offsetof(Q8Block, scale);
-    static constexpr int kQuadsPerLoad = 1;
-    // Two blocks (1 KiB) ahead in each stream: Llama-3.2-1B q8 decode at 2
-    // threads 23.0-23.8 against 22.0-23.2 tok/s without, 94.5-97% of the read
-    // bandwidth against 89-92% (Xeon, five alternated rounds; six blocks:
-    // 22.9-23.5).
-    static constexpr size_t kPrefetchBlocks = 2;
-    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        w[0] = vec::load_q(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp));
-    }
-    static vec::I dot(vec::I acc) { return acc; }
-};
-struct Q4Weights : HalfScaleGroups<Q4Weights> {
-    static constexpr size_t kBlockBytes = sizeof(Q4Block);
-    static constexpr size_t kQOff = offsetof(Q4Block, q);
-    static constexpr size_t kScaleOff = offsetof(Q4Block, scale);
-    static constexpr int kQuadsPerLoad = 2;
-    // Decode consumes q4 bytes twice as fast: a software prefetch 16 blocks
-    // ahead took a one-row K = 2048, N = 8192 q4 matmul from 0.51-0.76 to
-    // 0.38-0.44 ms on two threads (bench_kernels, a Xeon without AMX); on
-    // the AMX Xeon 4 blocks (1.1 KiB) beat 16: Llama-3.2-1B q4 decode 36.5-37.7
-    // against 36.1-36.5 tok/s on 2 threads (92-94% of read bandwidth), 19.6
-    // against 19.1-19.4 on 1 (alternated); 8 blocks in between.
-    static constexpr size_t kPrefetchBlocks = 4;
-    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        vec::load_q4(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp), w[0], w[1]);
-    }
-    static vec::I dot(vec::I acc) { return vec::q4_dot(acc); }
-};
-struct Q5Weights : HalfScaleGroups<Q5Weights> {
-    static constexpr size_t kBlockBytes = sizeof(Q5Block);
-    static constexpr size_t kQOff = offsetof(Q5Block, lo);
-    static constexpr size_t kHiOff = offsetof(Q5Block, hi);
-    static constexpr size_t kScaleOff = offsetof(Q5Block, scale);
-    static constexpr int kQuadsPerLoad = 2;
-    static constexpr size_t kPrefetchBlocks = 3;  // about 1 KiB, as q8 and q4
-    static_assert(kL % 2 == 0, "a vector's bits are whole bytes of the bit plane");
-    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        const auto* b = reinterpret_cast<const uint8_t*>(blk);
-        const uint8_t* bits = b + kHiOff + size_t(kL / 2 * vp);  // 4·kL bits per vector
-        vec::load_q5(b + kQOff + 64 * jl + 4 * kL * vp, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
-    }
-    static vec::I dot(vec::I acc) { return vec::q5_dot(acc); }
-};
 // The affine formats, w = ws·n - wm per row and group: q4k and q5k (Q4_K /
 // Q5_K super-blocks, kernels/formats/q4k.hpp, q5k.hpp; ws = d·sc, wm =
 // dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a.hpp; ws = d,
@@ -180,6 +133,7 @@ struct AffineOps {
 template <class Grp, class Sup, int kMid>
 struct AffineSuperGroups : AffineOps<Grp, kMid> {
     using typename AffineOps<Grp, kMid>::Scales;
+    static constexpr int kQ4kGroups = int(sizeof(Sup::g) / sizeof(Grp));  // groups per super-block
     static const std::byte* block(const std::byte* panel, int g) {
         return panel + size_t(g / kQ4kGroups) * sizeof(Sup) + size_t(g % kQ4kGroups) * sizeof(Grp);
     }
@@ -191,8 +145,6 @@ struct AffineSuperGroups : AffineOps<Grp, kMid> {
                 vec::mul(vec::load(sup->dmin + kL * vp), vec::load_u8(grp->m + kL * vp))};
     }
 };
-using Q4kWeights = AffineSuperGroups<Q4kGroup, Q4kSuper, 8>;
-using Q5kWeights = AffineSuperGroups<Q5kGroup, Q5kSuper, 16>;
 
 template <class Blk, int kMid>
 struct AffineGroups : AffineOps<Blk, kMid> {
@@ -204,53 +156,6 @@ struct AffineGroups : AffineOps<Blk, kMid> {
         return {vec::load(b->d + kL * vp), vec::sub(vec::zero(), vec::load(b->m + kL * vp))};
     }
 };
-using Q4aWeights = AffineGroups<Q4aBlock, 8>;
-using Q5aWeights = AffineGroups<Q5aBlock, 16>;
-
-// q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
-// of 16 k have their own scales: the tile runs them as two sub-groups, each
-// starting at -128 · its own Σ q_x (corr_lo, and corr - corr_lo).
-struct Q6kWeights {
-    static constexpr int kSubs = 2;
-    static constexpr size_t kBlockBytes = sizeof(Q6kGroup);  // a group; super-blocks add d
-    static constexpr int kQuadsPerLoad = 2;
-    // 10 groups (4 KiB) ahead: Llama-3.2-1B q6k decode at 2 threads 24.3-24.8
-    // tok/s (83-84% of read bandwidth) against 21.7-21.8 (77-78%) with 3 and
-    // 23.3-23.6 with 6 (Xeon, 2026-12-02; 16: 22.5-23.2).
-    static constexpr size_t kPrefetchBlocks = 10;
-    static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int s) {
-        if (!vec::kDotBiased) return 0;
-        const int32_t lo = load_i32(row + a.corr_lo_off + 4 * size_t(g));
-        return s == 0 ? lo : load_i32(row + a.corr_off + 4 * size_t(g)) - lo;
-    }
-    static const std::byte* block(const std::byte* panel, int g) {
-        return panel + size_t(g / kQ6kGroups) * sizeof(Q6kSuper) + size_t(g % kQ6kGroups) * sizeof(Q6kGroup);
-    }
-    static size_t panel_bytes(int n_groups) {
-        return size_t((n_groups + kQ6kGroups - 1) / kQ6kGroups) * sizeof(Q6kSuper);
-    }
-    static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        const auto* b = reinterpret_cast<const uint8_t*>(blk);
-        vec::load_q6(b + offsetof(Q6kGroup, lo) + 64 * jl + 4 * kL * vp,
-                     b + offsetof(Q6kGroup, hi) + 64 * (jl / 2) + 4 * kL * vp, 4 * (jl % 2), w[0], w[1]);
-    }
-    struct Scales {
-        vec::F ws;  // d·sc of kL rows (exact)
-    };
-    static Scales scales(const std::byte* blk, int g, int s, int vp) {
-        const auto* grp = reinterpret_cast<const Q6kGroup*>(blk);
-        const auto* sup = reinterpret_cast<const Q6kSuper*>(blk - size_t(g % kQ6kGroups) * sizeof(Q6kGroup));
-        return {vec::mul(vec::load(sup->d + kL * vp), vec::load_i8(grp->sc[s] + kL * vp))};
-    }
-    static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
-        float x_s;
-        std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
-        return vec::fma(vec::to_float(vec::q6_dot(acc)), vec::mul(s.ws, vec::set1(x_s)), f);
-    }
-};
-constexpr size_t kBlockBytes = Q8Weights::kBlockBytes;
-constexpr size_t kQOff = Q8Weights::kQOff;
-constexpr size_t kScaleOff = Q8Weights::kScaleOff;
 
 // Tile shapes (rows of x × 16-row panels per inner kernel call), from the
 // register file:
@@ -334,23 +239,6 @@ inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2
     return vec::ihsum(sum);
 }
 
-// The weight scale as stored: rounded to IEEE half (finite: capped at 65504).
-inline float half_scale(float s) { return f16_to_f32(f32_to_f16(std::min(s, 65504.0f))); }
-
-// Weight group: 32 bytes q + 128; returns the scale (a value a half holds exactly).
-inline float quantize_weight_group(const float* x, uint8_t* qb) {
-    const float s = half_scale(group_absmax(x) / 127.0f);
-    if (s == 0.0f) {
-        std::memset(qb, 128, kQ8Group);
-        return s;
-    }
-    const vec::F sv = vec::set1(s);
-    for (int h = 0; h < kGroupVecs; ++h)
-        vec::store_bytes(qb + h * kL,
-                         vec::iadd(quantize_lanes(vec::load(x + h * kL), sv), vec::iset1(128)));
-    return s;
-}
-
 void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
     int8_t* q2 = a.planes == 2 ? q + a.plane_bytes : nullptr;
@@ -383,7 +271,7 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
 }
 
 // ---------------------------------------------------------------------------
-// Packing one panel: quantize 16 source rows group by group into Q8Blocks.
+// Packing one panel: the source walk and the pack bodies several formats share.
 // ---------------------------------------------------------------------------
 
 // The source walk every integer format's packing shares. A panel is units
@@ -410,25 +298,6 @@ void walk_panel(SrcType st, const void* src, size_t ld, int rows, int k, std::by
             row(r, r < rows ? static_cast<const float*>(buf) : nullptr, units, n_units);
         }
     }
-}
-
-void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
-    alignas(64) uint8_t qb[kQ8Group];
-    walk_panel<kQ8Group, kBlockBytes, false>(
-        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* blocks, int n_groups) {
-            for (int g = 0; g < n_groups; ++g) {
-                std::byte* block = blocks + size_t(g) * kBlockBytes;
-                float sc = 0.0f;
-                if (x)
-                    sc = quantize_weight_group(x + g * kQ8Group, qb);
-                else
-                    std::memset(qb, 128, kQ8Group);  // padding row: q = 0
-                const uint16_t h = f32_to_f16(sc);   // exact: sc is a half already
-                std::memcpy(block + kScaleOff + size_t(r) * 2, &h, 2);
-                for (int j = 0; j < kQuads; ++j)  // q[k/4][16 rows][4]
-                    std::memcpy(block + kQOff + size_t(j * kPanelRows + r) * 4, qb + 4 * j, 4);
-            }
-        });
 }
 
 // ---------------------------------------------------------------------------
@@ -932,10 +801,11 @@ void pack_panel_affine_g(SrcType st, const void* src, size_t ld, int rows, int k
 template <size_t SuperBytes, void (*Quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
           void (*Store)(std::byte*, int, const uint8_t*, const uint8_t*, const uint8_t*, uint16_t, uint16_t)>
 void pack_panel_affine_k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
-    static_assert(kPackTile == kQ4kSuper);
-    uint8_t n[kQ4kSuper], sc[kQ4kGroups], m[kQ4kGroups];
+    constexpr int kSuper = 256;  // a Q4_K / Q5_K super-block
+    static_assert(kPackTile == kSuper);
+    uint8_t n[kSuper], sc[kSuper / kQ8Group], m[kSuper / kQ8Group];
     // Units zeroed: padding rows keep n = 0, scales 0.
-    walk_panel<kQ4kSuper, SuperBytes, true>(
+    walk_panel<kSuper, SuperBytes, true>(
         st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* super, int) {
             if (!x) return;
             uint16_t d, dmin;
@@ -944,76 +814,14 @@ void pack_panel_affine_k(SrcType st, const void* src, size_t ld, int rows, int k
         });
 }
 
-// q6k panels: each row's super-blocks through the scalar quantize_q6k_super.
-void pack_panel_q6k(SrcType st, const void* src, size_t ld, int rows, int k, std::byte* dst) {
-    static_assert(kPackTile == kQ6kSuper);
-    uint8_t n[kQ6kSuper];
-    int8_t sc[kQ6kSuper / kQ6kSub];
-    // Units zeroed: padding rows keep scales 0.
-    walk_panel<kQ6kSuper, sizeof(Q6kSuper), true>(
-        st, src, ld, rows, k, dst, [&](int r, const float* x, std::byte* super, int) {
-            if (!x) return;
-            uint16_t d;
-            quantize_q6k_super(x, n, sc, &d);
-            detail::store_q6k_super(super, r, n, sc, d);
-        });
+// A format's FormatKernels: the skeleton's matmuls on its trait W (Amx:
+// the AMX tile for 8-bit activations, 16 rows and more; the avx512_amx table
+// only) and its pack body.
+template <class W, bool Amx = false>
+FormatKernels int_kernels(FormatPackFn pack) {
+    return {matmul_int<W, Amx>, matmul_int_many<W, Amx>, pack};
 }
 
 }  // namespace
-
-void quantize_act(const float* x, size_t ldx, int m, int k, int act_bits, std::byte* dst) {
-    const Q8ActLayout a = q8_act_layout(k, act_planes(act_bits));
-    for (int r = 0; r < m; ++r) quantize_row(x + size_t(r) * ldx, a, dst + size_t(r) * a.stride);
-}
-
-namespace {
-
-template <class W>
-FormatKernels int_kernels(const CpuFeatures& cpu, FormatPackFn pack) {
-#if defined(STATICLM_AMX)
-    // The low-bit formats stay on VNNI: unpacking q4's nibbles for every tile
-    // made the AMX path slower (K = 2048, N = 8192, M = 512, 2 threads: 815
-    // against 858 GOPS, best of 5, bench_kernels); q5, q4k and q6k have more
-    // to unpack and were not tried.
-    if constexpr (std::is_same_v<W, Q8Weights>)
-        if (cpu.amx_int8) return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
-#endif
-    (void)cpu;
-    return {matmul_int<W, false>, matmul_int_many<W, false>, pack};
-}
-
-}  // namespace
-
-FormatKernels q8_kernels(const CpuFeatures& cpu) { return int_kernels<Q8Weights>(cpu, pack_panel_q8); }
-
-FormatKernels q4_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q4Weights>(cpu,
-                                  pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
-}
-
-FormatKernels q4k_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q4kWeights>(
-        cpu, pack_panel_affine_k<sizeof(Q4kSuper), quantize_q4k_super, detail::store_q4k_super>);
-}
-
-FormatKernels q4a_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q4aWeights>(cpu, pack_panel_affine_g<sizeof(Q4aBlock), quantize_q4a_group, detail::store_q4a_group>);
-}
-
-FormatKernels q5a_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q5aWeights>(cpu, pack_panel_affine_g<sizeof(Q5aBlock), quantize_q5a_group, detail::store_q5a_group>);
-}
-
-FormatKernels q5k_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q5kWeights>(
-        cpu, pack_panel_affine_k<sizeof(Q5kSuper), quantize_q5k_super, detail::store_q5k_super>);
-}
-
-FormatKernels q6k_kernels(const CpuFeatures& cpu) { return int_kernels<Q6kWeights>(cpu, pack_panel_q6k); }
-
-FormatKernels q5_kernels(const CpuFeatures& cpu) {
-    return int_kernels<Q5Weights>(cpu,
-                                  pack_panel_low_bit<sizeof(Q5Block), quantize_q5_group, detail::store_q5_group>);
-}
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -1,16 +1,16 @@
 // The q6k format's entry: GGUF Q6_K super-blocks in 16-row panels (layout in
 // kernels/formats/q6k.hpp), a round-to-nearest quantizer for float sources,
 // and the exact repacking of given Q6_K fields.
-#include "kernels/formats/q6k.hpp"
+#include "formats/q6k/layout.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "hooks.hpp"
+#include "formats/hooks.hpp"
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 #include "staticlm/error.hpp"
 
 namespace staticlm::kernels {

@@ -1,16 +1,16 @@
 // The q5 format's entry: 5-bit weights in 16-row panels of Q5Blocks (layout in
 // kernels/formats/q5.hpp), its round-to-nearest quantizer, and the exact
 // repacking of already-quantized rows (GGUF Q5_0).
-#include "kernels/formats/q5.hpp"
+#include "formats/q5/layout.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "hooks.hpp"
+#include "formats/hooks.hpp"
 #include "kernels/formats/format.hpp"
-#include "kernels/formats/q8.hpp"
+#include "formats/q8/layout.hpp"
 
 namespace staticlm::kernels {
 
