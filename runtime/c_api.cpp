@@ -32,19 +32,12 @@
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
 
-// The C enum is the C++ one by number: formats are converted by value, names
-// go through staticlm::parse_weight_type.
-static_assert(int(SLM_WEIGHTS_Q8) == int(staticlm::WeightType::q8) &&
-              int(SLM_WEIGHTS_F16) == int(staticlm::WeightType::f16) &&
-              int(SLM_WEIGHTS_BF16) == int(staticlm::WeightType::bf16) &&
-              int(SLM_WEIGHTS_F32) == int(staticlm::WeightType::f32) &&
-              int(SLM_WEIGHTS_Q4) == int(staticlm::WeightType::q4) &&
-              int(SLM_WEIGHTS_Q5) == int(staticlm::WeightType::q5) &&
-              int(SLM_WEIGHTS_Q4K) == int(staticlm::WeightType::q4k) &&
-              int(SLM_WEIGHTS_Q6K) == int(staticlm::WeightType::q6k) &&
-              int(SLM_WEIGHTS_Q5K) == int(staticlm::WeightType::q5k) &&
-              int(SLM_WEIGHTS_Q4A) == int(staticlm::WeightType::q4a) &&
-              int(SLM_WEIGHTS_Q5A) == int(staticlm::WeightType::q5a));
+// The C enum is the C++ one by number (both from staticlm/weight_formats.h):
+// formats are converted by value, names go through staticlm::parse_weight_type.
+#define SLM_SAME_NUMBER_(number, name, suffix, ...)                                                    \
+    static_assert(int(SLM_WEIGHTS_##suffix) == number && int(staticlm::WeightType::name) == number);
+STATICLM_WEIGHT_FORMAT_LIST(SLM_SAME_NUMBER_)
+#undef SLM_SAME_NUMBER_
 
 namespace {
 

@@ -59,6 +59,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "staticlm/weight_formats.h"
+
 #define SLM_VERSION_MAJOR 0
 #define SLM_VERSION_MINOR 1
 #define SLM_VERSION_PATCH 0
@@ -118,18 +120,11 @@ typedef int (*slm_progress_fn)(float progress, void* user_data);
 
 typedef struct slm_model slm_model;
 
+/* SLM_WEIGHTS_Q8 = 0, SLM_WEIGHTS_F16 = 1, ...: one value per line of
+ * staticlm/weight_formats.h (number, name, this suffix, what it is). */
+#define SLM_WEIGHTS_VALUE_(number, name, suffix, what) SLM_WEIGHTS_##suffix = number,
 typedef enum slm_weights {
-    SLM_WEIGHTS_Q8 = 0, /* int8, one scale per 32 inputs */
-    SLM_WEIGHTS_F16 = 1,
-    SLM_WEIGHTS_BF16 = 2,
-    SLM_WEIGHTS_F32 = 3,
-    SLM_WEIGHTS_Q4 = 4, /* 4-bit, one scale per 32 inputs */
-    SLM_WEIGHTS_Q5 = 5, /* 5-bit, one scale per 32 inputs (GGUF Q5_0) */
-    SLM_WEIGHTS_Q4K = 6, /* GGUF Q4_K: 4-bit, 6-bit scales and mins per 32 */
-    SLM_WEIGHTS_Q6K = 7, /* GGUF Q6_K: 6-bit, 8-bit scales per 16 */
-    SLM_WEIGHTS_Q5K = 8, /* GGUF Q5_K: 5-bit, 6-bit scales and mins per 32 */
-    SLM_WEIGHTS_Q4A = 9, /* GGUF Q4_1: 4-bit, a half scale and offset per 32 */
-    SLM_WEIGHTS_Q5A = 10, /* GGUF Q5_1: 5-bit, a half scale and offset per 32 */
+    STATICLM_WEIGHT_FORMAT_LIST(SLM_WEIGHTS_VALUE_)
     /* Each matrix in the format nearest the one its file stores: F32, F16,
      * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q4_1 as q4a, Q5_0 as
      * q5, Q5_1 as q5a, Q4_K as q4k, Q5_K as q5k, Q6_K as q6k (bit for bit),
@@ -137,6 +132,7 @@ typedef enum slm_weights {
      * file). */
     SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
+#undef SLM_WEIGHTS_VALUE_
 
 typedef struct slm_model_params {
     size_t size;               /* sizeof(slm_model_params) */
@@ -229,9 +225,8 @@ SLM_API slm_session_params slm_session_default_params(void);
 SLM_API slm_status slm_session_create(slm_model* model, const slm_session_params* params, slm_session** out);
 SLM_API void slm_session_free(slm_session* session);
 
-/* Weight formats by name ("q8", "f16", "bf16", "f32", "q4", "q5", "q4k",
- * "q6k", "q5k", "q4a", "q5a", "native"): the
- * slm_weights value, or -1 for a name that is none; and back ("?" for a value
+/* Weight formats by name (the names of staticlm/weight_formats.h, and
+ * "native"): the slm_weights value, or -1 for a name that is none; and back ("?" for a value
  * that is none). */
 SLM_API int slm_weights_from_name(const char* name);
 SLM_API const char* slm_weights_name(slm_weights weights);

@@ -8,11 +8,16 @@
 #include <string>
 #include <string_view>
 
+#include "staticlm/weight_formats.h"
+
 namespace staticlm {
 
-// The weight formats. The numbers are the C API's slm_weights values; what each
-// format is (layout, sizes, kernels) is one entry of kernels/formats/.
-enum class WeightType : uint8_t { q8 = 0, f16 = 1, bf16 = 2, f32 = 3, q4 = 4, q5 = 5, q4k = 6, q6k = 7, q5k = 8, q4a = 9, q5a = 10 };
+// The weight formats, one per line of staticlm/weight_formats.h. The numbers
+// are the C API's slm_weights values; what each format is (layout, sizes,
+// kernels) is its folder kernels/formats/<name>/.
+#define STATICLM_WEIGHT_TYPE_VALUE_(number, name, ...) name = number,
+enum class WeightType : uint8_t { STATICLM_WEIGHT_FORMAT_LIST(STATICLM_WEIGHT_TYPE_VALUE_) };
+#undef STATICLM_WEIGHT_TYPE_VALUE_
 enum class KvType : uint8_t { f16, f32 };
 
 // Which arithmetic bounds a format's matmul in prefill: int8 dot products, fp32

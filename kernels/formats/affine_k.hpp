@@ -1,4 +1,4 @@
-// What q4k and q5k share (kernels/formats/q4k.cpp, q5k.cpp): GGUF Q4_K / Q5_K
+// What q4k and q5k share (kernels/formats/q4k/format.cpp, q5k.cpp): GGUF Q4_K / Q5_K
 // super-blocks of 256 k with a half d and dmin per row, per group of 32 a
 // 6-bit scale and min, values n in [0, kLevels]:
 //   w = (d · sc) · n - (dmin · m)
@@ -147,7 +147,7 @@ struct AffineK {
 
 namespace staticlm::kernels::detail {
 
-// GGUF Q4_1 / Q5_1 kept as they are (q4a, q5a: kernels/formats/q4a.hpp): one
+// GGUF Q4_1 / Q5_1 kept as they are (q4a, q5a: kernels/formats/q4a/layout.hpp): one
 // block Blk per group of 32 k with per-row half d and m, w = d · n + m.
 template <class Blk, int kLevels>
 struct AffineG {

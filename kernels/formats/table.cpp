@@ -11,13 +11,13 @@ namespace staticlm::kernels {
 
 namespace {
 
-#define STATICLM_FORMAT_ENTRY(name) &formats::name,
-constexpr const FormatInfo* kFormats[] = {STATICLM_WEIGHT_FORMATS(STATICLM_FORMAT_ENTRY)};
+#define STATICLM_FORMAT_ENTRY(number, name, ...) &formats::name,
+constexpr const FormatInfo* kFormats[] = {STATICLM_WEIGHT_FORMAT_LIST(STATICLM_FORMAT_ENTRY)};
 #undef STATICLM_FORMAT_ENTRY
 static_assert(std::size(kFormats) == kNumWeightTypes);
 
-#define STATICLM_FORMAT_TYPE(name) WeightType::name,
-constexpr WeightType kTypes[] = {STATICLM_WEIGHT_FORMATS(STATICLM_FORMAT_TYPE)};
+#define STATICLM_FORMAT_TYPE(number, name, ...) WeightType::name,
+constexpr WeightType kTypes[] = {STATICLM_WEIGHT_FORMAT_LIST(STATICLM_FORMAT_TYPE)};
 #undef STATICLM_FORMAT_TYPE
 // The list is in the order of the WeightType numbers, so a type indexes both tables.
 constexpr bool in_number_order() {
@@ -26,7 +26,7 @@ constexpr bool in_number_order() {
     return true;
 }
 static_assert(in_number_order(),
-              "kernels/formats/list.hpp must list the WeightType numbers in order");
+              "staticlm/weight_formats.h must list the numbers in order, from 0");
 
 const FormatInfo* find(WeightType type) {
     const size_t i = size_t(type);

@@ -13,7 +13,7 @@
 // alone, so the tile policy inlines as it did when all formats were one file.
 //
 // Numerical contract: activations are quantized exactly as ref::quantize_row_act
-// (8-bit: ref::quantize_row_q8; 16-bit: two int8 planes, kernels/formats/q8.hpp)
+// (8-bit: ref::quantize_row_q8; 16-bit: two int8 planes, kernels/formats/q8/layout.hpp)
 // and weights as ref::quantize_weight_row_q8 (IEEE division, round half away
 // from zero, clamp with min then max), so every target sees the same int8
 // data; the low-bit formats' weights come from target-independent quantizers
@@ -89,8 +89,8 @@ struct HalfScaleGroups {
 };
 
 // The affine formats, w = ws·n - wm per row and group: q4k and q5k (Q4_K /
-// Q5_K super-blocks, kernels/formats/q4k.hpp, q5k.hpp; ws = d·sc, wm =
-// dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a.hpp; ws = d,
+// Q5_K super-blocks, kernels/formats/q4k/layout.hpp, q5k.hpp; ws = d·sc, wm =
+// dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a/layout.hpp; ws = d,
 // wm = -m). The dot steps are q4's (kMid = 8) or q5's (kMid = 16) on
 // unsigned n, which leave Σ (n - kMid)·x; the epilogue recovers Σ n·x = that
 // + kMid·Σ x (the activation group's Σ x is -corr / 128, exact) and
@@ -215,7 +215,7 @@ inline vec::F round_clamp(vec::F t) {
 inline vec::I quantize_lanes(vec::F x, vec::F s) { return vec::to_int(round_clamp(vec::div(x, s))); }
 
 // Activation group: q signed; returns Σq, and Σq of the first 16 in *lo. s != 0.
-// With q2 (16-bit activations, kernels/formats/q8.hpp) also the second plane
+// With q2 (16-bit activations, kernels/formats/q8/layout.hpp) also the second plane
 // q2 = round-half-away(256 · (x / s - q)), and the sums are of 256·q + q2.
 inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2, int32_t* lo) {
     static_assert(kGroupVecs % 2 == 0);
@@ -342,7 +342,7 @@ void tile(const TileArgs& t) {
         for (int s = 0; s < W::kSubs; ++s) {
         // acc[0]: the group's sums from its start value (W::acc_init) on;
         // 16-bit activations add acc[1], the first plane's sums from 0, as
-        // shl8(acc[1]) + acc[0] (kernels/formats/q8.hpp).
+        // shl8(acc[1]) + acc[0] (kernels/formats/q8/layout.hpp).
         vec::I acc[2][MR][NV];
         // The load steps of planes [plane, plane + NPL) into acc[NPL - 1 - p].
         auto steps = [&]<int NPL>(int plane) {

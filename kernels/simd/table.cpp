@@ -11,8 +11,8 @@ namespace {
 
 std::array<FormatKernels, kNumWeightTypes> format_kernels(const CpuFeatures& cpu) {
     std::array<FormatKernels, kNumWeightTypes> f{};
-#define STATICLM_FILL_FORMAT(name) f[size_t(WeightType::name)] = name##_kernels(cpu);
-    STATICLM_WEIGHT_FORMATS(STATICLM_FILL_FORMAT)
+#define STATICLM_FILL_FORMAT(number, name, ...) f[size_t(WeightType::name)] = name##_kernels(cpu);
+    STATICLM_WEIGHT_FORMAT_LIST(STATICLM_FILL_FORMAT)
 #undef STATICLM_FILL_FORMAT
     return f;
 }

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "commands.hpp"
+#include "staticlm/types.hpp"
 
 namespace staticlm::cli {
 
@@ -14,6 +15,12 @@ std::vector<FlagSpec> operator+(std::vector<FlagSpec> a, const std::vector<FlagS
 }
 
 const char* const kWeightsDefault = "native for a .gguf file, else q8";
+// --weights: every format of staticlm/weight_formats.h, then native.
+std::string weights_choices() {
+    std::string s;
+    for (WeightType t : weight_types()) s += std::string(weight_type_name(t)) + ", ";
+    return s + "or native (a file's own formats)";
+}
 const FlagSpec kActBits = {"act-bits", "", "8|16",
                            "activations of the integer formats: int8, or two int8 planes (2^8 finer, slower prefill)",
                            "8"};
@@ -79,7 +86,7 @@ std::map<std::string, CommandSpec> make_specs() {
         model_flags() +
             std::vector<FlagSpec>{
                 {"synthetic", "", "NAME", "a built-in random-weight shape", "llama-3.2-1b"},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", weights_choices(), kWeightsDefault},
                 kActBits,
                 kThreadsList,
                 {"pp", "", "N", "prompt tokens of the prefill", "512"},
@@ -134,7 +141,7 @@ std::map<std::string, CommandSpec> make_specs() {
         model_flags() +
             std::vector<FlagSpec>{
                 {"reference", "", "FILE", "reference safetensors (tests/fixtures/*/reference.safetensors)", ""},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", weights_choices(), kWeightsDefault},
                 kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
@@ -160,7 +167,7 @@ std::map<std::string, CommandSpec> make_specs() {
             std::vector<FlagSpec>{
                 {"file", "f", "FILE", "the text ('-': stdin; at most 64 MiB)", ""},
                 {"ctx", "", "N", "window in tokens", "min(max_position_embeddings, 512)"},
-                {"weights", "", "TYPE", "q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)", kWeightsDefault},
+                {"weights", "", "TYPE", weights_choices(), kWeightsDefault},
                 kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
                 {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
@@ -177,7 +184,7 @@ std::vector<FlagSpec> model_flags() {
 
 std::vector<FlagSpec> load_flags() {
     return {
-        {"weights", "", "TYPE", "weight type after loading: q8, q4, q5, q4k, q5k, q6k, q4a, q5a, f16, bf16, f32 or native (a file's own formats)",
+        {"weights", "", "TYPE", "weight type after loading: " + weights_choices(),
          kWeightsDefault},
         kActBits,
         {"threads", "t", "N", "threads (0: all CPUs; at most 4 per CPU the process may use)", "0"},

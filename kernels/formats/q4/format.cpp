@@ -1,5 +1,5 @@
 // The q4 format's entry: 4-bit weights in 16-row panels of Q4Blocks (layout in
-// kernels/formats/q4.hpp), the scale search of the weight quantizer, and the
+// kernels/formats/q4/layout.hpp), the scale search of the weight quantizer, and the
 // exact repacking of already-quantized rows (GGUF Q4_0).
 #include "formats/q4/layout.hpp"
 

@@ -1,4 +1,4 @@
-// Layouts of the q4 format (kernels/formats/q4.cpp, kernels/simd/matmul_q8.cpp).
+// Layouts of the q4 format (kernels/formats/q4/format.cpp, kernels/simd/matmul_int.hpp).
 //
 // q4 is symmetric 4-bit: one IEEE-half scale per group of kQ8Group consecutive
 // k of a row, q in [-8, 7], w = scale · q (GGUF's Q4_0 is exactly this, so its

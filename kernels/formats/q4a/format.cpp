@@ -1,5 +1,5 @@
 // The q4a format's entry: GGUF Q4_1 blocks in 16-row panels (layout in
-// kernels/formats/q4a.hpp; reading, quantizing and repacking shared with the
+// kernels/formats/q4a/layout.hpp; reading, quantizing and repacking shared with the
 // other affine formats in kernels/formats/affine_k.hpp).
 #include "formats/q4a/layout.hpp"
 

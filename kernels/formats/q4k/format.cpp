@@ -1,5 +1,5 @@
 // The q4k format's entry: GGUF Q4_K super-blocks in 16-row panels (layout in
-// kernels/formats/q4k.hpp; reading, quantizing and repacking shared with q5k
+// kernels/formats/q4k/layout.hpp; reading, quantizing and repacking shared with q5k
 // in kernels/formats/affine_k.hpp).
 #include "formats/q4k/layout.hpp"
 

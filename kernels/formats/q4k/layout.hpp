@@ -1,4 +1,4 @@
-// Layout of the q4k format (kernels/formats/q4k.cpp, kernels/simd/matmul_q8.cpp).
+// Layout of the q4k format (kernels/formats/q4k/format.cpp, kernels/simd/matmul_int.hpp).
 //
 // q4k is GGUF's Q4_K kept as it is: super-blocks of 256 k per row, each with
 // an IEEE-half scale d and min dmin, and per group of 32 k a 6-bit scale sc

@@ -1,5 +1,5 @@
 // The q5 format's entry: 5-bit weights in 16-row panels of Q5Blocks (layout in
-// kernels/formats/q5.hpp), its round-to-nearest quantizer, and the exact
+// kernels/formats/q5/layout.hpp), its round-to-nearest quantizer, and the exact
 // repacking of already-quantized rows (GGUF Q5_0).
 #include "formats/q5/layout.hpp"
 

@@ -1,4 +1,4 @@
-// Layout of the q5 format (kernels/formats/q5.cpp, kernels/simd/matmul_q8.cpp).
+// Layout of the q5 format (kernels/formats/q5/format.cpp, kernels/simd/matmul_int.hpp).
 //
 // q5 is symmetric 5-bit: one IEEE-half scale per group of kQ8Group consecutive
 // k of a row, q in [-16, 15], w = scale · q. GGUF's Q5_0 is exactly this, so

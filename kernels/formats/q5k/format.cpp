@@ -1,5 +1,5 @@
 // The q5k format's entry: GGUF Q5_K super-blocks in 16-row panels (layout in
-// kernels/formats/q5k.hpp; reading, quantizing and repacking shared with q4k
+// kernels/formats/q5k/layout.hpp; reading, quantizing and repacking shared with q4k
 // in kernels/formats/affine_k.hpp).
 #include "formats/q5k/layout.hpp"
 

@@ -1,10 +1,10 @@
-// Layout of the q5k format (kernels/formats/q5k.cpp, kernels/simd/matmul_q8.cpp).
+// Layout of the q5k format (kernels/formats/q5k/format.cpp, kernels/simd/matmul_int.hpp).
 //
-// q5k is GGUF's Q5_K kept as it is: q4k's super-blocks (kernels/formats/q4k.hpp)
+// q5k is GGUF's Q5_K kept as it is: q4k's super-blocks (kernels/formats/q4k/layout.hpp)
 // with a fifth bit per value, n in [0, 31]:
 //   w = (d · sc) · n - (dmin · m)
 // 5.625 bits per weight against the file's 5.5. The dot steps are q5's (the
-// bytes 8·n from the nibble and bit planes, kernels/formats/q5.hpp), which
+// bytes 8·n from the nibble and bit planes, kernels/formats/q5/layout.hpp), which
 // leave Σ (n - 16)·q_x; the epilogue is q4k's with 16 · Σ q_x added back.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The q6k format's entry: GGUF Q6_K super-blocks in 16-row panels (layout in
-// kernels/formats/q6k.hpp), a round-to-nearest quantizer for float sources,
+// kernels/formats/q6k/layout.hpp), a round-to-nearest quantizer for float sources,
 // and the exact repacking of given Q6_K fields.
 #include "formats/q6k/layout.hpp"
 

@@ -1,4 +1,4 @@
-// Layout of the q6k format (kernels/formats/q6k.cpp, kernels/simd/matmul_q8.cpp).
+// Layout of the q6k format (kernels/formats/q6k/format.cpp, kernels/simd/matmul_int.hpp).
 //
 // q6k is GGUF's Q6_K kept as it is: super-blocks of 256 k per row with an
 // IEEE-half scale d, a signed 8-bit scale sc per sub-block of 16 k, and 6-bit

@@ -8,7 +8,7 @@ namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
 
-// q6k: Q6_K super-blocks (kernels/formats/q6k.hpp). Each group's two halves
+// q6k: Q6_K super-blocks (kernels/formats/q6k/layout.hpp). Each group's two halves
 // of 16 k have their own scales: the tile runs them as two sub-groups, each
 // starting at -128 · its own Σ q_x (corr_lo, and corr - corr_lo).
 struct Q6kWeights {

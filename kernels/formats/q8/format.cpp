@@ -1,5 +1,5 @@
 // The q8 format's entry: int8 weights in 16-row panels of Q8Blocks (layout in
-// kernels/formats/q8.hpp), int8 activation rows as matmul scratch.
+// kernels/formats/q8/layout.hpp), int8 activation rows as matmul scratch.
 #include "formats/q8/layout.hpp"
 
 #include <algorithm>

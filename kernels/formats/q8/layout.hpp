@@ -1,4 +1,4 @@
-// Layouts of the q8 format (kernels/formats/q8.cpp, kernels/simd/matmul_q8.cpp).
+// Layouts of the q8 format (kernels/formats/q8/format.cpp, kernels/simd/matmul_int.hpp).
 //
 // q8 is symmetric int8 with one scale per group of kQ8Group consecutive k of a
 // row: scale = max|x| / 127, q = round-half-away(x / scale) clamped to ±127, an

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "kernels/formats/list.hpp"
+#include "staticlm/weight_formats.h"
 #include "staticlm/types.hpp"
 
 namespace staticlm {
@@ -25,7 +25,7 @@ namespace staticlm::kernels {
 // Ordered from least to most capable.
 // avx512_amx is the avx512 table with the bf16 matmul on AMX-BF16 tiles
 // (kernels/simd/matmul_float.cpp) and q8's on AMX-INT8 tiles for blocks of 16
-// rows (kernels/simd/matmul_q8.cpp).
+// rows (kernels/simd/matmul_int.hpp).
 enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512, avx512_amx };
 
 struct CpuFeatures {
@@ -54,12 +54,12 @@ Target best_target();
 // ---------------------------------------------------------------------------
 
 // The weight formats are data: one FormatInfo each (kernels/formats/format.hpp,
-// listed in kernels/formats/list.hpp), with its layout documented and
-// static_asserted in kernels/formats/<name>.hpp. Everything below indexes that
+// listed in staticlm/weight_formats.h), with its layout documented and
+// static_asserted in kernels/formats/<name>/layout.hpp. Everything below indexes that
 // table; nothing switches on the weight type.
 
 // q8 groups: one scale per kQ8Group consecutive elements along k of a row
-// (layouts in kernels/formats/q8.hpp).
+// (layouts in kernels/formats/q8/layout.hpp).
 constexpr int kQ8Group = 32;
 
 // Every format packs weights [n][k] at load into panels of kPanelRows output
@@ -79,7 +79,7 @@ struct PackedMatrix {
     size_t bytes = 0;
     // The integer formats' activation precision: 8 (one int8 per input, a
     // scale per 32) or 16 (two int8 planes, x ≈ s/256 · (256·q1 + q2): one
-    // more dot step per weight, 2^8 times finer; kernels/formats/q8.hpp).
+    // more dot step per weight, 2^8 times finer; kernels/formats/q8/layout.hpp).
     // The float formats ignore it. Set by the loader (LoadOptions).
     int act_bits = 8;
 };
@@ -134,7 +134,7 @@ void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int 
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.
 void unpack_row(const PackedMatrix& w, int row, float scale, float* out);
 
-// Row stride of q8 activations (kernels/formats/q8.hpp), a multiple of 64.
+// Row stride of q8 activations (kernels/formats/q8/layout.hpp), a multiple of 64.
 size_t q8_act_row_bytes(int k, int act_bits = 8);
 
 // Bytes of scratch a matmul of m rows needs (the format's activation rows:
@@ -182,8 +182,8 @@ struct FormatKernels {
     FormatPackFn pack_panel = nullptr;
 };
 
-#define STATICLM_COUNT_FORMAT(name) +1
-constexpr size_t kNumWeightTypes = 0 STATICLM_WEIGHT_FORMATS(STATICLM_COUNT_FORMAT);
+#define STATICLM_COUNT_FORMAT(...) +1
+constexpr size_t kNumWeightTypes = 0 STATICLM_WEIGHT_FORMAT_LIST(STATICLM_COUNT_FORMAT);
 #undef STATICLM_COUNT_FORMAT
 
 // Register-only loops that measure a machine's peaks (staticlm/probe.hpp),

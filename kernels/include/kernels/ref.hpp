@@ -11,21 +11,21 @@
 namespace staticlm::kernels::ref {
 
 // ---- ref_matmul_q8.cpp ------------------------------------------------------
-// Quantizes x[k] per group of kQ8Group (see kernels/formats/q8.hpp): q gets
+// Quantizes x[k] per group of kQ8Group (see kernels/formats/q8/layout.hpp): q gets
 // padded_k(q8, k) values (zero padding), scale one float per group.
 void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
 // The activations of an integer-format matmul at act_bits 8 (quantize_row_q8)
-// or 16 (kernels/formats/q8.hpp: q = 256·q1 + q2, scale = s / 256 per group),
+// or 16 (kernels/formats/q8/layout.hpp: q = 256·q1 + q2, scale = s / 256 per group),
 // as int32 values: what the matmuls below multiply the weights by.
 void quantize_row_act(const float* x, int k, int act_bits, int32_t* q, float* scale);
 // The weight variant: scales rounded to IEEE half first (see formats/q8.hpp), q
 // computed with the rounded scale; scale[] holds the rounded values as floats.
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
-// q4 weights (kernels/formats/q4.hpp): quantize_q4_group per group of 32 (k
+// q4 weights (kernels/formats/q4/layout.hpp): quantize_q4_group per group of 32 (k
 // padded with zeros); q in [-8, 7], scale[] the half values as floats. A q4
 // matmul is matmul_q8 of these q and scales.
 void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale);
-// q5 weights (kernels/formats/q5.hpp) the same way with quantize_q5_group: q
+// q5 weights (kernels/formats/q5/layout.hpp) the same way with quantize_q5_group: q
 // in [-16, 15]; a q5 matmul is matmul_q8 of these q and scales.
 void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
@@ -38,7 +38,7 @@ void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // act_bits (8 or 16) selects quantize_row_act's activations, here and below.
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
                int m, float* y, size_t ldy, int act_bits = 8);
-// q4k weights (kernels/formats/q4k.hpp) unpacked: nibbles wn [n][k_pad] (k
+// q4k weights (kernels/formats/q4k/layout.hpp) unpacked: nibbles wn [n][k_pad] (k
 // padded to 256), per row and group of 32 the scale ws = d·sc and min
 // wm = dmin·m [n][k_pad/32] (from quantize_weight_row_q4k). x rows as for
 // matmul_q8; per group, in order, in fp32 (products then sums: no FMA):
@@ -46,7 +46,7 @@ void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float*
 void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 // q5k the same way (wn in [0, 31]); matmul_q4k is its matmul too.
 void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
-// q4a / q5a (kernels/formats/q4a.hpp) for matmul_q4k: k padded to 32,
+// q4a / q5a (kernels/formats/q4a/layout.hpp) for matmul_q4k: k padded to 32,
 // ws = d and wm = -m per group.
 void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
 void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
@@ -55,7 +55,7 @@ void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int 
 // The same with weight rows k_pad long (q4a, q5a: k padded to 32).
 void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
                    size_t ldx, int m, float* y, size_t ldy, int act_bits = 8);
-// q6k weights (kernels/formats/q6k.hpp) unpacked: values q = n - 32 [n][k_pad]
+// q6k weights (kernels/formats/q6k/layout.hpp) unpacked: values q = n - 32 [n][k_pad]
 // (k padded to 256), per row and half-group of 16 the scale ws = d·sc
 // [n][k_pad/16] (from quantize_weight_row_q6k). x rows as for matmul_q8; per
 // half-group of 16, in order, in fp32 (a product, then a sum):

@@ -1,4 +1,4 @@
-// Layouts of the float formats (kernels/formats/f32.cpp, f16.cpp, bf16.cpp and
+// Layouts of the float formats (kernels/formats/f32/format.cpp, f16.cpp, bf16.cpp and
 // kernels/simd/matmul_float.cpp): panels of kPanelRows rows, k-major, so that
 // one vector load gives the same k of 16 consecutive output rows.
 #pragma once

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <span>
 
-#include "kernels/formats/list.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/kernels.hpp"
 
@@ -60,8 +59,8 @@ struct FormatInfo {
 
 // Each format's entry, defined in kernels/formats/<name>.cpp.
 namespace formats {
-#define STATICLM_DECLARE_FORMAT(name) extern const FormatInfo name;
-STATICLM_WEIGHT_FORMATS(STATICLM_DECLARE_FORMAT)
+#define STATICLM_DECLARE_FORMAT(number, name, ...) extern const FormatInfo name;
+STATICLM_WEIGHT_FORMAT_LIST(STATICLM_DECLARE_FORMAT)
 #undef STATICLM_DECLARE_FORMAT
 }  // namespace formats
 

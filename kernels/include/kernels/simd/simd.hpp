@@ -7,13 +7,13 @@
 
 namespace staticlm::kernels::STATICLM_NS {
 
-// Each weight format's pack and matmul bodies on this target
-// (matmul_q8.cpp: q8; matmul_float.cpp: f32, f16, bf16).
-#define STATICLM_DECLARE_FORMAT_KERNELS(name) FormatKernels name##_kernels(const CpuFeatures& cpu);
-STATICLM_WEIGHT_FORMATS(STATICLM_DECLARE_FORMAT_KERNELS)
+// Each weight format's pack and matmul bodies on this target (the integer
+// formats: kernels/formats/<name>/simd.cpp; matmul_float.cpp: f32, f16, bf16).
+#define STATICLM_DECLARE_FORMAT_KERNELS(number, name, ...) FormatKernels name##_kernels(const CpuFeatures& cpu);
+STATICLM_WEIGHT_FORMAT_LIST(STATICLM_DECLARE_FORMAT_KERNELS)
 #undef STATICLM_DECLARE_FORMAT_KERNELS
 
-// matmul_q8.cpp
+// matmul_int.hpp
 void quantize_act(const float* x, size_t ldx, int m, int k, int act_bits, std::byte* dst);
 
 // convert_rows.cpp: source rows for the packers, converted kPackTile columns at

@@ -23,12 +23,12 @@
 //    the operands are the bytes 16·n (2 ops each, where n + 120 takes 3),
 //    which dot4 reads as 16·q + 128, so the sum is 16·Σ q·x and q4_dot shifts
 //    it back (exact: a multiple of 16); plain AVX2 uses n + 120 = q + 128;
-//  - load_q5(p, b0, b1, lo, hi): the same for q5 (kernels/formats/q5.hpp): the
+//  - load_q5(p, b0, b1, lo, hi): the same for q5 (kernels/formats/q5/layout.hpp): the
 //    nibbles at p give bits 0-3 of n = q + 16, the bit-plane bytes b0 and b1
 //    (one bit per operand byte, in byte order) bit 4 of the two quads; the
 //    operands are the bytes 8·n, q5_dot shifts by 3; plain AVX2 takes
 //    n + 112 = q + 128;
-//  - load_q6(p, h, s, lo, hi): q6k's 6-bit n (kernels/formats/q6k.hpp): bits
+//  - load_q6(p, h, s, lo, hi): q6k's 6-bit n (kernels/formats/q6k/layout.hpp): bits
 //    0-3 from the nibbles at p, bits 4-5 from bits s, s + 1 (lo) and s + 2,
 //    s + 3 (hi) of the bytes at h; the operands are 4·n (plain AVX2:
 //    n + 96 = (n - 32) + 128), q6_dot shifts by 2; load_i8 converts kLanes
