@@ -9,7 +9,7 @@
 #   docs/FAMILIES.md, and every docs/*.md they cite, exists;
 # - docs/FAMILIES.md names every file of model/families/, every family and
 #   chat-template name, every config.json architecture, and the GGUF
-#   architectures of the code (that list also in docs/CLI.md);
+#   architectures of the code (that list also in docs/CLI.md and README.md);
 # - docs/ARCHITECTURE.md names every fuzz target (and no other), every test of
 #   meson.build in "The tests" (and no other), the tests of the suite
 #   'sanitize', every test executable, public header and source file of the
@@ -173,6 +173,10 @@ gguf_fam=$(tr '\n' ' ' <"$fam" | grep -oE '`find_gguf_family` \([^)]*\)' | grep 
 gguf_cli=$(tr '\n' ' ' <"$cli_doc" | grep -oE '\(`\.gguf`: the [^)]* architectures' | grep -oE '`[a-z0-9_]+`' | tr -d '`' | sorted)
 [[ "$gguf_cli" == "$gguf_code" ]] ||
     fail "docs/CLI.md lists the GGUF architectures '$gguf_cli', the code '$gguf_code'"
+gguf_readme=$(tr '\n' ' ' <"$src/README.md" | grep -oE '\*\*GGUF files\*\*[^:]* architectures' | grep -oE '`[a-z0-9_]+`' |
+              tr -d '`' | sorted)
+[[ "$gguf_readme" == "$gguf_code" ]] ||
+    fail "README.md lists the GGUF architectures '$gguf_readme', the code '$gguf_code'"
 
 # 3. Fuzz targets: fuzz/meson.build's names in ARCHITECTURE.md, and back; and
 # a target for every fuzz/fuzz_*.cpp.
