@@ -8,8 +8,9 @@
 # - every file path written in backquotes in docs/ARCHITECTURE.md and
 #   docs/FAMILIES.md, and every docs/*.md they cite, exists;
 # - docs/FAMILIES.md names every file of model/families/, every family and
-#   chat-template name, every config.json architecture, and the GGUF
-#   architectures of the code (that list also in docs/CLI.md and README.md);
+#   chat-template name, every config.json architecture, every synthetic shape
+#   (ARCHITECTURE.md too), and the GGUF architectures of the code (that list
+#   also in docs/CLI.md and README.md);
 # - docs/ARCHITECTURE.md names every fuzz target (and no other), every test of
 #   meson.build in "The tests" (and no other), the tests of the suite
 #   'sanitize', every test executable, public header and source file of the
@@ -177,6 +178,16 @@ gguf_readme=$(tr '\n' ' ' <"$src/README.md" | grep -oE '\*\*GGUF files\*\*[^:]* 
               tr -d '`' | sorted)
 [[ "$gguf_readme" == "$gguf_code" ]] ||
     fail "README.md lists the GGUF architectures '$gguf_readme', the code '$gguf_code'"
+
+# The built-in synthetic shapes (FamilyDescriptor::synthetic) in both pages.
+synthetic=$(cat "$src"/model/families/*.cpp | tr '\n' ' ' | grep -oE 'SyntheticShape k[A-Za-z0-9]*\[\] = \{[^;]*\};' |
+            grep -oE '\{"[a-z0-9.-]+"' | tr -d '{"' | sorted)
+echo "synthetic shapes: $synthetic"
+[[ -n "$synthetic" ]] || fail "no synthetic shapes found in model/families/*.cpp"
+for n in $synthetic; do
+    grep -qxF "$n" <<<"$fam_spans" || fail "docs/FAMILIES.md does not name the synthetic shape \`$n\`"
+    grep -qxF "$n" <<<"$arch_spans" || fail "docs/ARCHITECTURE.md does not name the synthetic shape \`$n\`"
+done
 
 # 3. Fuzz targets: fuzz/meson.build's names in ARCHITECTURE.md, and back; and
 # a target for every fuzz/fuzz_*.cpp.
