@@ -616,6 +616,14 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             row("gguf path is a directory", ErrorKind::io, {"g_dir.gguf", "not a regular file"}, [=] { open_gguf(p); });
         }
         {
+            // A FIFO named .gguf: opening it without O_NONBLOCK blocked forever.
+            const fs::path p = dirs.tmp.path / "g_fifo.gguf";
+            REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+            row("gguf path is a FIFO", ErrorKind::io, {"g_fifo.gguf", "not a regular file"}, [=] { open_gguf(p); });
+            row("gguf FIFO as a model", ErrorKind::io, {"g_fifo.gguf", "not a regular file"},
+                [=] { load_model(p, LoadOptions{}); });
+        }
+        {
             const fs::path p = gguf("g_iq2.gguf", read_bytes(fixtures_dir() / "gguf" / "unsupported_type.gguf"));
             row("gguf tensor of type IQ2_XXS", ErrorKind::unsupported,
                 {"unsupported tensor type IQ2_XXS", "tensor 'iq2_xxs'", "g_iq2.gguf"},
