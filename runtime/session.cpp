@@ -97,9 +97,12 @@ std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, co
             const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
             const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
             if (bad >= 0) {
-                // Slots from P on may now hold non-finite K/V; pos stays P, so
-                // they are never read. Ring caches lose what they overwrote.
+                // Slots from P on may now hold non-finite K/V; pos becomes P
+                // (an append's unchanged pos, a prefill's 0: the positions it
+                // overwrote are gone), so they are never read. Ring caches lose
+                // what they overwrote.
                 seq.high_water = std::max(seq.high_water, a.pos0 + t);
+                seq.pos = std::min(seq.pos, P);
                 throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
             }
         }
