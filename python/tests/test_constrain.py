@@ -131,3 +131,38 @@ def test_batch_prefix_pool_changes_nothing(stories, tmp_path):
             assert a["digest"] == b["digest"]
     with pytest.raises(ValueError, match="prefix_min"):
         stories.batch(requests, prefix_pool=-1, prefix_min=0)
+
+
+ANY = {"type": "object", "properties": {"id": {"type": "integer"}, "data": {"description": "any value"}},
+       "required": ["id", "data"]}
+
+
+def depth(v: object) -> int:
+    """Containers nested in v (0 for a scalar)."""
+    if isinstance(v, list):
+        return 1 + max((depth(x) for x in v), default=0)
+    if isinstance(v, dict):
+        return 1 + max((depth(x) for x in v.values()), default=0)
+    return 0
+
+
+def test_any_value_schemas(stories):
+    """{} and a property without type take any JSON value (containers nested at most 3 deep in it)."""
+    seen = set()
+    with stories.constraint(json_schema=ANY) as c, stories.constraint(json_schema={}) as anything:
+        for seed in range(12):
+            g = stories.generate_result("Once upon a time", 80, temperature=1.2, seed=seed, constraint=c)
+            if not g.complete:
+                assert g.stop_reason == staticlm.StopReason.MAX_TOKENS
+                continue
+            v = json.loads(g.text)
+            validate(v, ANY)
+            assert json.dumps(v, separators=(",", ":"), ensure_ascii=False) == g.text or "\\" in g.text
+            assert depth(v["data"]) <= 3
+            seen.add(type(v["data"]).__name__)
+            g = stories.generate_result("The dog", 40, temperature=1.2, seed=seed, constraint=anything)
+            if g.complete:
+                v = json.loads(g.text)
+                validate(v, {})
+                assert depth(v) <= 3
+    assert seen, "no complete output in 12 sampled generations"
