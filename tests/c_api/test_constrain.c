@@ -370,6 +370,27 @@ static void test_pool(slm_model* model) {
     r.text = "hello";
     CHECK_ERR(slm_batch_submit_constrained(b, &r, NULL, NULL), SLM_ERR_INPUT, "constraint is NULL");
     CHECK(slm_batch_running(b) == 0);
+    /* A constraint freed while a request uses it: the request keeps it and
+     * finishes with a valid value; later submits refuse the pointer. */
+    slm_constraint* c2 = NULL;
+    CHECK(slm_constraint_json_schema(model, kSchema, strlen(kSchema), &c2) == SLM_OK);
+    slm_sampler_params sp = slm_sampler_default_params();
+    sp.temperature = 0;
+    r.text = "Once upon a time";
+    r.sampler = &sp;
+    r.max_tokens = 64;
+    CHECK(slm_batch_submit_constrained(b, &r, c2, NULL) == SLM_OK);
+    slm_constraint_free(c2);
+    CHECK_ERR(slm_batch_submit_constrained(b, &r, c2, NULL), SLM_ERR_INPUT, "not a live slm_constraint");
+    CHECK(slm_batch_running(b) == 1);
+    slm_batch_result res;
+    res.size = sizeof res;
+    int got = 0;
+    for (int i = 0; i < 100 && !got; ++i) {
+        CHECK(slm_batch_step(b, NULL) == SLM_OK);
+        CHECK(slm_batch_collect(b, &res, &got) == SLM_OK);
+    }
+    CHECK(got && schema_valid(res.text) && slm_batch_collected_complete(b) == 1);
     slm_batch_free(b);
 }
 
