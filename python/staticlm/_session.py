@@ -285,9 +285,14 @@ class Session:
         """As generate(), returning the Generation (text, tokens, stop reason, timings;
         complete with json_schema / grammar)."""
         opts = dict(options)
+        given = opts.get("constraint")
         constraint = pop_constraint(self._model, opts)
-        call, ids = self._generation(prompt, n_predict, None, opts)
-        return self._run(call, ids, constraint)
+        try:
+            call, ids = self._generation(prompt, n_predict, None, opts)
+            return self._run(call, ids, constraint)
+        finally:
+            if constraint is not None and constraint is not given:  # compiled for this call
+                constraint.close()
 
     def stream(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256, *,
                _owned_session: bool = False, **options: object) -> TextStream:
