@@ -1,13 +1,15 @@
 /* C API 3 from C on stories260K: constrained output (a hand-checked schema and
  * grammar through slm_generate_constrained and a batch, their tokens equal to
  * `staticlm generate --json-schema`'s, "length" inside unfinished JSON, bad
- * schemas and grammars naming the construct as the CLI does, NULL / freed /
+ * schemas and grammars naming the construct as the CLI does, one constraint
+ * used by four threads at once, NULL / freed /
  * other-model constraints refused) and a batch's prefix pool (the same tokens
  * and log-probabilities with the pool on, off and too small, and the prompt
  * rows it saved).
  * usage: test_c_constrain SOURCE_DIR STATICLM_EXE  (exit 0 ok, 1 failures;
  * skipped with a message when ../shared/data is absent) */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -178,6 +180,44 @@ static void test_generate(slm_model* model) {
         slm_model_free(other);
     }
     slm_constraint_free(schema);
+}
+
+/* One constraint used by four threads at once, each on its own session: each
+ * gets the tokens it gets alone. */
+struct thread_job {
+    slm_model* model;
+    const slm_constraint* c;
+    const char* prompt;
+    struct acc out;
+    slm_status status;
+    int complete;
+};
+static void* thread_main(void* arg) {
+    struct thread_job* j = arg;
+    slm_generate_result r;
+    j->status = generate_c(j->model, j->c, j->prompt, 64, &j->out, &r, &j->complete);
+    return NULL;
+}
+
+static void test_threads(slm_model* model) {
+    slm_constraint* c = NULL;
+    CHECK(slm_constraint_json_schema(model, kSchema, strlen(kSchema), &c) == SLM_OK);
+    const char* prompts[4] = {"Once upon a time", "Lily was sad because", "The dog saw a big", "Tom"};
+    static struct thread_job jobs[4], alone[4];
+    pthread_t threads[4];
+    for (int i = 0; i < 4; ++i) {
+        alone[i] = (struct thread_job){model, c, prompts[i], {0}, SLM_OK, 0};
+        thread_main(&alone[i]);
+        jobs[i] = (struct thread_job){model, c, prompts[i], {0}, SLM_OK, 0};
+    }
+    for (int i = 0; i < 4; ++i) CHECK(pthread_create(&threads[i], NULL, thread_main, &jobs[i]) == 0);
+    for (int i = 0; i < 4; ++i) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 4; ++i) {
+        CHECK(jobs[i].status == SLM_OK && jobs[i].complete == 1 && schema_valid(jobs[i].out.text));
+        CHECK(jobs[i].out.n == alone[i].out.n &&
+              memcmp(jobs[i].out.tokens, alone[i].out.tokens, sizeof(int32_t) * (size_t)alone[i].out.n) == 0);
+    }
+    slm_constraint_free(c);
 }
 
 /* Bad schemas and grammars: the status and the construct named, and for
@@ -421,6 +461,7 @@ int main(int argc, char** argv) {
     CHECK(slm_model_load(g_dir, &mp, &model) == SLM_OK);
     if (model) {
         test_generate(model);
+        test_threads(model);
         test_bad(model);
         test_pool(model);
         slm_model_free(model);
