@@ -3,18 +3,23 @@
 
 Writes GGUF files of a built-in synthetic shape (random weights of the same shapes and
 types as `staticlm bench --synthetic NAME`: Q8_0 for q8, F16 for f16, Q4_0 with the
-vocabulary matrix in Q8_0 for q4 (as staticlm's q4 keeps it); the values differ, which does
-not matter for speed), runs llama.cpp through llama-cpp-python (pp = one
-prompt of PP tokens from an empty context, tg = TG single-token steps, like llama-bench)
-and `staticlm bench --json` at the same thread count, and prints both tok/s and the ratio.
-The two run alternately for --rounds rounds (default 5); the ratio column is the median of
-the per-round ratios, so slow drifts of the shared machine's bandwidth cancel out.
+vocabulary matrix in Q8_0 for q4 (as staticlm's q4 keeps it); q4km is the F16 file
+quantized by llama.cpp's own `llama-quantize ... Q4_K_M` (its mix of Q4_K and Q6_K),
+which staticlm runs with `--weights native`. The values differ from staticlm's
+synthetic ones, which does not matter for speed.) llama.cpp is the one the pinned
+llama-cpp-python sdist vendors, built from source by bench/llamacpp.py (or
+LLAMA_CPP_BIN=folder of a build); its `llama-bench` measures pp (one prompt of PP
+tokens) and tg (TG single-token steps) after `-d DEPTH` tokens in the cache, with
+flash attention and `--load-mode none`; `staticlm bench --json --depth` measures the
+same at the same thread count. The two alternate for --rounds rounds (default 5); the
+ratio column is the median of the per-round ratios, so slow drifts of the shared
+machine's bandwidth cancel out.
 
-  /opt/slm-py/bin/python bench/compare_llamacpp.py            # llama-3.2-1b, q8 and f16, pp512 tg128
-  /opt/slm-py/bin/python bench/compare_llamacpp.py --quick    # tiny-llama, pp128 tg32, seconds
-  /opt/slm-py/bin/python bench/compare_llamacpp.py --weights q4  # Q4_0
+  /opt/slm-py/bin/python bench/compare_llamacpp.py                       # llama-3.2-1b, q8 and f16, pp512 tg128
+  /opt/slm-py/bin/python bench/compare_llamacpp.py --quick               # tiny-llama, pp128 tg32, seconds
+  /opt/slm-py/bin/python bench/compare_llamacpp.py --weights q4km --depth 0,4096
 
-Needs `pip install gguf llama-cpp-python` in the venv (see docs/PERFORMANCE.md).
+Needs `pip install gguf==0.19.0` in the venv and cmake (see docs/PERFORMANCE.md).
 GGUF files are cached in --workdir (default /tmp/staticlm-gguf) and reused.
 """
 import argparse
@@ -27,6 +32,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llamacpp  # noqa: E402
+
 # The shapes of model/synthetic.cpp (tied embeddings both).
 SHAPES = {
     "llama-3.2-1b": dict(hidden=2048, layers=16, heads=32, kv_heads=8, head_dim=64, ffn=8192,
@@ -35,13 +43,10 @@ SHAPES = {
                        vocab=1024, rope_theta=10000.0, ctx=2048, tied=False),
 }
 QK8_0 = 32  # Q8_0 block: one f16 scale + 32 int8
-PINNED = {"gguf": "0.19.0", "llama_cpp_python": "0.3.36"}
+PINNED = {"gguf": "0.19.0"}
 
 
 def installed_version(pkg):
-    if pkg == "llama_cpp_python":
-        import llama_cpp
-        return llama_cpp.__version__
     try:
         return importlib.metadata.version(pkg)
     except importlib.metadata.PackageNotFoundError:
@@ -153,39 +158,13 @@ def mean_sd(v):
     return m, sd
 
 
-class LlamaCpp:
-    """One GGUF loaded in llama.cpp; run() measures one pp and one tg like llama-bench."""
-
-    def __init__(self, path, vocab, threads, pp, tg):
-        from llama_cpp import Llama
-        self.llm = Llama(model_path=path, n_ctx=pp + tg + 16, n_batch=pp, n_ubatch=pp,
-                         n_threads=threads, n_threads_batch=threads, verbose=False)
-        self.toks = prompt_ids(pp, vocab)
-        self.pp, self.tg = pp, tg
-        self.llm.eval(self.toks[:16])  # warm-up
-
-    def run(self):
-        llm = self.llm
-        llm.reset()
-        t0 = time.perf_counter()
-        llm.eval(self.toks)
-        pp = self.pp / (time.perf_counter() - t0)
-        llm.reset()
-        tok = self.toks[0]
-        t0 = time.perf_counter()
-        for _ in range(self.tg):
-            llm.eval([tok])
-        return pp, self.tg / (time.perf_counter() - t0)
-
-    def close(self):
-        del self.llm
-
-
-def bench_staticlm(binary, shape, weights, threads, pp, tg, reps):
-    cmd = [binary, "bench", "--synthetic", shape, "--weights", weights, "--threads", str(threads),
-           "--pp", str(pp), "--tg", str(tg), "--reps", str(reps), "--json"]
+def bench_staticlm(binary, model_args, threads, pp, tg, depths, reps):
+    """`staticlm bench --json`: one object per depth."""
+    cmd = [binary, "bench", *model_args, "--threads", str(threads), "--pp", str(pp), "--tg", str(tg),
+           "--reps", str(reps), "--depth", ",".join(map(str, depths)), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    runs = [json.loads(line) for line in out.strip().splitlines() if line.startswith("{")]
+    return {r.get("depth", 0): r for r in runs}
 
 
 def median(v):
@@ -194,68 +173,96 @@ def median(v):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
+# --weights W: (GGUF type written or made, how staticlm reads it)
+WEIGHTS = {"q8": ("Q8_0", ["--weights", "q8"]), "f16": ("F16", ["--weights", "f16"]),
+           "q4": ("Q4_0", ["--weights", "q4"]), "q4km": ("Q4_K_M", ["--weights", "native"])}
+
+
+def gguf_for(workdir, shape, wt, bins, threads):
+    """The GGUF twin of shape in weights wt (written once, reused)."""
+    gtype = WEIGHTS[wt][0]
+    path = os.path.join(workdir, f"{shape}-{gtype}.gguf")
+    if os.path.exists(path):
+        return path
+    if wt == "q4km":  # llama.cpp's own recipe over the F16 twin
+        src = gguf_for(workdir, shape, "f16", bins, threads)
+        t0 = time.perf_counter()
+        llamacpp.quantize(bins, src, path, "Q4_K_M", threads)
+        print(f"llama-quantize wrote {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        return path
+    t0 = time.perf_counter()
+    write_gguf(path + ".tmp", shape, wt)
+    os.replace(path + ".tmp", path)
+    print(f"wrote {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default=None, choices=sorted(SHAPES))
-    ap.add_argument("--weights", default="q8,f16", help="comma list of q8, f16, q4")
+    ap.add_argument("--weights", default="q8,f16", help="comma list of " + ", ".join(WEIGHTS))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pp", type=int, default=None)
     ap.add_argument("--tg", type=int, default=None)
+    ap.add_argument("--depth", default="0", help="comma list of cache depths (llama-bench -d, staticlm --depth)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved llama.cpp/staticlm rounds")
     ap.add_argument("--quick", action="store_true", help="tiny-llama, pp128, tg32")
     ap.add_argument("--staticlm", default=os.path.join(os.path.dirname(__file__), "..", "build", "tools", "staticlm"))
     ap.add_argument("--workdir", default="/tmp/staticlm-gguf")
+    ap.add_argument("--llama-cpp-dir", default="/tmp/staticlm-llamacpp",
+                    help="where llama.cpp's source is fetched and built (LLAMA_CPP_BIN overrides)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
     a = ap.parse_args()
     shape = a.shape or ("tiny-llama" if a.quick else "llama-3.2-1b")
     pp = a.pp or (128 if a.quick else 512)
     tg = a.tg or (32 if a.quick else 128)
-    import llama_cpp
+    depths = [int(d) for d in a.depth.split(",")]
     check_pinned()
+    bins = llamacpp.tools(a.llama_cpp_dir)
     os.makedirs(a.workdir, exist_ok=True)
     rows = []
     for wt in a.weights.split(","):
-        if wt not in ("q8", "f16", "q4"):
-            raise SystemExit(f"--weights: {wt} (only q8, f16 and q4 have a llama.cpp twin here)")
-        gtype = {"q8": "Q8_0", "q4": "Q4_0"}.get(wt, "F16")
-        path = os.path.join(a.workdir, f"{shape}-{gtype}.gguf")
-        if not os.path.exists(path):
-            t0 = time.perf_counter()
-            write_gguf(path + ".tmp", shape, wt)
-            os.replace(path + ".tmp", path)
-            print(f"wrote {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        if wt not in WEIGHTS:
+            raise SystemExit(f"--weights: {wt} (one of {', '.join(WEIGHTS)})")
+        path = gguf_for(a.workdir, shape, wt, bins, a.threads)
+        gtype, read_as = WEIGHTS[wt]
+        model_args = ["-m", path, *read_as] if wt == "q4km" else ["--synthetic", shape, *read_as]
         # Interleaved rounds (llama.cpp, then staticlm, R times): the machine is
         # shared and its memory bandwidth drifts, so each round's ratio compares
         # runs a few seconds apart and the table reports the median ratio.
-        llama = LlamaCpp(path, SHAPES[shape]["vocab"], a.threads, pp, tg)
-        lpp, ltg, spp, stg = [], [], [], []
+        runs = {d: {"lpp": [], "ltg": [], "spp": [], "stg": []} for d in depths}
         for r in range(a.rounds):
-            p_, t_ = llama.run()
-            lpp.append(p_)
-            ltg.append(t_)
-            s = bench_staticlm(a.staticlm, shape, wt, a.threads, pp, tg, 1)
-            spp.append(s["prefill"]["tok_per_s"])
-            stg.append(s["decode"]["tok_per_s"])
-            print(f"round {r + 1}/{a.rounds} {wt}: llama.cpp {gtype} pp{pp} {p_:.2f} tg{tg} {t_:.2f} | "
-                  f"staticlm pp{pp} {spp[-1]:.2f} tg{tg} {stg[-1]:.2f} tok/s", file=sys.stderr, flush=True)
-        llama.close()
-        for test, l, st in ((f"pp{pp}", lpp, spp), (f"tg{tg}", ltg, stg)):
-            (lm, lsd), (sm, ssd) = mean_sd(l), mean_sd(st)
-            rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", test=test, llamacpp=lm, llamacpp_sd=lsd,
-                             staticlm=sm, staticlm_sd=ssd,
-                             ratio=median([y / x for x, y in zip(l, st)]),
-                             ratio_min=min(y / x for x, y in zip(l, st)),
-                             ratio_max=max(y / x for x, y in zip(l, st))))
-        machine = s["machine"]
-    print(f"# {time.strftime('%Y-%m-%d')}, {a.threads} threads, llama-cpp-python {llama_cpp.__version__}, "
-          f"gguf {installed_version('gguf')}, staticlm target {s['target']}; "
-          f"machine read {machine['read_gb_per_s']:.1f} GB/s")
-    print(f"| shape | weights (staticlm/llama.cpp) | test | llama.cpp tok/s | staticlm tok/s "
+            for d in depths:
+                l = llamacpp.bench(bins, path, a.threads, pp=pp, tg=tg, depth=d)
+                runs[d]["lpp"].append(l["pp"])
+                runs[d]["ltg"].append(l["tg"])
+            st = bench_staticlm(a.staticlm, model_args, a.threads, pp, tg, depths, 1)
+            for d in depths:
+                s = st[d]
+                runs[d]["spp"].append(s["prefill"]["tok_per_s"])
+                runs[d]["stg"].append(s["decode"]["tok_per_s"])
+                x = runs[d]
+                print(f"round {r + 1}/{a.rounds} {wt} d{d}: llama.cpp {gtype} pp{pp} {x['lpp'][-1]:.2f} "
+                      f"tg{tg} {x['ltg'][-1]:.2f} | staticlm pp{pp} {x['spp'][-1]:.2f} tg{tg} {x['stg'][-1]:.2f} "
+                      "tok/s", file=sys.stderr, flush=True)
+        for d in depths:
+            x = runs[d]
+            for test, l, st_ in ((f"pp{pp}", x["lpp"], x["spp"]), (f"tg{tg}", x["ltg"], x["stg"])):
+                (lm, lsd), (sm, ssd) = mean_sd(l), mean_sd(st_)
+                ratios = [y / v for v, y in zip(l, st_)]
+                rows.append(dict(shape=shape, weights=f"{wt}/{gtype}", depth=d, test=test, llamacpp=lm,
+                                 llamacpp_sd=lsd, staticlm=sm, staticlm_sd=ssd, ratio=median(ratios),
+                                 ratio_min=min(ratios), ratio_max=max(ratios)))
+        machine, target = s["machine"], s["target"]
+    print(f"# {time.strftime('%Y-%m-%d')}, {a.threads} threads, llama.cpp {llamacpp.version(bins)} "
+          f"(llama-cpp-python {llamacpp.SDIST[1]} sdist, -fa 1 --load-mode none), gguf {installed_version('gguf')}, "
+          f"staticlm target {target}; machine read {machine['read_gb_per_s']:.1f} GB/s")
+    print(f"| shape | weights (staticlm/llama.cpp) | depth | test | llama.cpp tok/s | staticlm tok/s "
           f"| ratio (median of {a.rounds} rounds) | range |")
-    print("|---|---|---|---:|---:|---:|---:|")
+    print("|---|---|---:|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['shape']} | {r['weights']} | {r['test']} | {r['llamacpp']:.2f} ± {r['llamacpp_sd']:.2f} | "
-              f"{r['staticlm']:.2f} ± {r['staticlm_sd']:.2f} | {r['ratio']:.2f}× | "
+        print(f"| {r['shape']} | {r['weights']} | {r['depth']} | {r['test']} | {r['llamacpp']:.2f} ± "
+              f"{r['llamacpp_sd']:.2f} | {r['staticlm']:.2f} ± {r['staticlm_sd']:.2f} | {r['ratio']:.2f}× | "
               f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f} |")
     if a.json:
         print(json.dumps(rows))

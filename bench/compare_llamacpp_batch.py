@@ -2,12 +2,14 @@
 """Batched decode, llama.cpp and staticlm side by side, in one run.
 
 For each batch size B: B sequences of CTX prompt tokens each, then TG steps that
-decode one token of every sequence together (llama.cpp: one llama_decode of a
-B-token llama_batch, one seq_id per sequence, non-unified KV cells; staticlm:
+decode one token of every sequence together (llama.cpp: its llama-batched-bench, one
+llama_decode of a B-token batch, one sequence id each, non-unified KV cells; staticlm:
 `staticlm bench --batch`, one M = B matmul per weight). Reports aggregate tok/s
 (B·TG / time) and the speed-up over B = 1 of each engine, and staticlm's prefill
 of one PP-token sequence through Session and BatchSession ("prefill unchanged").
-The GGUF twin is the one of bench/compare_llamacpp.py (same shapes, Q8_0/F16).
+The GGUF twin is the one of bench/compare_llamacpp.py (same shapes; Q8_0, F16, Q4_0
+or llama-quantize's Q4_K_M); llama.cpp is built from the pinned sdist's source by
+bench/llamacpp.py.
 
   /opt/slm-py/bin/python bench/compare_llamacpp_batch.py                   # llama-3.2-1b q8, B 1,4,16,32
   /opt/slm-py/bin/python bench/compare_llamacpp_batch.py --quick           # tiny-llama, seconds
@@ -24,77 +26,31 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_llamacpp as base  # noqa: E402
+import llamacpp  # noqa: E402
 
 
-class LlamaCppBatch:
-    """One GGUF in llama.cpp with a context of B sequences (low-level API)."""
-
-    def __init__(self, path, vocab, threads, batch, ctx, tg):
-        from llama_cpp import llama_cpp as C
-        from llama_cpp import _logger
-        _logger.set_verbose(False)  # llama.cpp's load and context logs off (errors stay)
-        self.C = C
-        C.llama_backend_init()
-        mp = C.llama_model_default_params()
-        self.model = C.llama_model_load_from_file(path.encode(), mp)
-        if not self.model:
-            raise SystemExit(f"llama.cpp could not load {path}")
-        cp = C.llama_context_default_params()
-        cp.n_seq_max = batch
-        cp.n_ctx = batch * (ctx + tg + 16)
-        cp.n_batch = max(ctx, batch)
-        cp.n_ubatch = max(ctx, batch)
-        cp.n_threads = threads
-        cp.n_threads_batch = threads
-        cp.kv_unified = False  # each sequence attends only to its own cells
-        self.ctx = C.llama_init_from_model(self.model, cp)
-        if not self.ctx:
-            raise SystemExit("llama.cpp could not create the context")
-        self.batch = C.llama_batch_init(max(ctx, batch), 0, batch)
-        self.B, self.n_ctx, self.tg, self.vocab = batch, ctx, tg, vocab
-
-    def _submit(self, rows):  # rows: (token, pos, seq, want_logits)
-        b = self.batch
-        for i, (tok, pos, seq, logits) in enumerate(rows):
-            b.token[i] = tok
-            b.pos[i] = pos
-            b.n_seq_id[i] = 1
-            b.seq_id[i][0] = seq
-            b.logits[i] = 1 if logits else 0
-        b.n_tokens = len(rows)
-        if self.C.llama_decode(self.ctx, b) != 0:
-            raise SystemExit("llama_decode failed")
-
-    def _argmax(self, i):
-        import numpy as np
-        p = self.C.llama_get_logits_ith(self.ctx, i)
-        return int(np.argmax(np.ctypeslib.as_array(p, shape=(self.vocab,))))
-
-    def run(self):
-        """Prefills B sequences, then times TG batched steps; returns aggregate tok/s."""
-        C = self.C
-        C.llama_memory_clear(C.llama_get_memory(self.ctx), True)
-        nxt = []
-        for s in range(self.B):
-            toks = base.prompt_ids(self.n_ctx + 7919 * s, self.vocab)[-self.n_ctx:]
-            self._submit([(t, p, s, p == self.n_ctx - 1) for p, t in enumerate(toks)])
-            nxt.append(self._argmax(self.n_ctx - 1))
-        t0 = time.perf_counter()
-        for i in range(self.tg):
-            self._submit([(nxt[s], self.n_ctx + i, s, True) for s in range(self.B)])
-            nxt = [self._argmax(s) for s in range(self.B)]
-        C.llama_synchronize(self.ctx)
-        return self.B * self.tg / (time.perf_counter() - t0)
-
-    def close(self):
-        C = self.C
-        C.llama_batch_free(self.batch)
-        C.llama_free(self.ctx)
-        C.llama_model_free(self.model)
+def bench_llamacpp(bins, path, threads, batches, ctx, tg):
+    """llama-batched-bench: B sequences of ctx prompt tokens each, then tg steps decoding
+    one token of every sequence per llama_decode; aggregate tg tok/s per B."""
+    cmd = [bins["llama-batched-bench"], "-m", path, "-c", str(max(batches) * (ctx + tg + 16)),
+           "-b", "2048", "-ub", "512", "-npp", str(ctx), "-ntg", str(tg), "-npl", ",".join(map(str, batches)),
+           "-t", str(threads), "-tb", str(threads), "-fa", "on", "-no-kvu", "--output-format", "jsonl"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    out = {}
+    for line in (r.stdout + "\n" + r.stderr).splitlines():
+        if line.startswith("{") and '"speed_tg"' in line:
+            rec = json.loads(line)
+            out[rec["pl"]] = rec["speed_tg"]
+    missing = [b for b in batches if b not in out]
+    if missing:
+        raise SystemExit(f"llama-batched-bench reported no row for B = {missing}")
+    return out
 
 
-def bench_staticlm(binary, shape, weights, threads, batches, ctx, tg, pp, reps):
-    cmd = [binary, "bench", "--synthetic", shape, "--weights", weights, "--threads", str(threads),
+def bench_staticlm(binary, model_args, threads, batches, ctx, tg, pp, reps):
+    cmd = [binary, "bench", *model_args, "--threads", str(threads),
            "--batch", ",".join(map(str, batches)), "--batch-ctx", str(ctx), "--tg", str(tg), "--pp", str(pp),
            "--reps", str(reps), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -104,7 +60,7 @@ def bench_staticlm(binary, shape, weights, threads, batches, ctx, tg, pp, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default=None, choices=sorted(base.SHAPES))
-    ap.add_argument("--weights", default="q8", choices=["q8", "f16"])
+    ap.add_argument("--weights", default="q8", choices=sorted(base.WEIGHTS))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", default="1,4,16,32")
     ap.add_argument("--ctx", type=int, default=64, help="prompt tokens per sequence")
@@ -114,28 +70,26 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny-llama")
     ap.add_argument("--staticlm", default=os.path.join(os.path.dirname(__file__), "..", "build", "tools", "staticlm"))
     ap.add_argument("--workdir", default="/tmp/staticlm-gguf")
+    ap.add_argument("--llama-cpp-dir", default="/tmp/staticlm-llamacpp",
+                    help="where llama.cpp's source is fetched and built (LLAMA_CPP_BIN overrides)")
     a = ap.parse_args()
     shape = a.shape or ("tiny-llama" if a.quick else "llama-3.2-1b")
     batches = [int(b) for b in a.batch.split(",")]
-    import llama_cpp
     base.check_pinned()
+    bins = llamacpp.tools(a.llama_cpp_dir)
     os.makedirs(a.workdir, exist_ok=True)
-    gtype = "Q8_0" if a.weights == "q8" else "F16"
-    path = os.path.join(a.workdir, f"{shape}-{gtype}.gguf")
-    if not os.path.exists(path):
-        base.write_gguf(path + ".tmp", shape, a.weights)
-        os.replace(path + ".tmp", path)
-    vocab = base.SHAPES[shape]["vocab"]
+    gtype = base.WEIGHTS[a.weights][0]
+    path = base.gguf_for(a.workdir, shape, a.weights, bins, a.threads)
+    read_as = base.WEIGHTS[a.weights][1]
+    model_args = ["-m", path, *read_as] if a.weights == "q4km" else ["--synthetic", shape, *read_as]
     llama = {b: [] for b in batches}
     ours = {b: [] for b in batches}
     ours_cpu = {b: [] for b in batches}
     pp_session, pp_batch = [], []
     for r in range(a.rounds):
-        for b in batches:
-            eng = LlamaCppBatch(path, vocab, a.threads, b, a.ctx, a.tg)
-            llama[b].append(eng.run())
-            eng.close()
-        s = bench_staticlm(a.staticlm, shape, a.weights, a.threads, batches, a.ctx, a.tg, a.pp, 1)
+        for b, tps in bench_llamacpp(bins, path, a.threads, batches, a.ctx, a.tg).items():
+            llama[b].append(tps)
+        s = bench_staticlm(a.staticlm, model_args, a.threads, batches, a.ctx, a.tg, a.pp, 1)
         pp_session.append(s["prefill"]["session_tok_per_s"])
         pp_batch.append(s["prefill"]["batch_session_tok_per_s"])
         for row in s["decode"]:
@@ -147,7 +101,8 @@ def main():
     med = base.median
     b0 = batches[0]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {shape} {a.weights}/{gtype}, {a.threads} threads, context {a.ctx}, "
-          f"{a.tg} steps, median of {a.rounds} rounds; llama-cpp-python {llama_cpp.__version__}, "
+          f"{a.tg} steps, median of {a.rounds} rounds; llama.cpp {llamacpp.version(bins)} (llama-batched-bench, "
+          f"llama-cpp-python {llamacpp.SDIST[1]} sdist, -fa on, -no-kvu), "
           f"staticlm target {s['target']}")
     print(f"# staticlm prefill pp{a.pp}: Session {med(pp_session):.1f} tok/s, BatchSession {med(pp_batch):.1f} tok/s")
     print("| batch | llama.cpp tok/s | × B=%d | staticlm tok/s | × B=%d | staticlm tok/CPU-s | × B=%d | staticlm / llama.cpp |"

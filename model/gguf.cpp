@@ -236,9 +236,14 @@ std::string GgufTensor::where() const {
 }
 
 GgufFile::GgufFile(const fs::path& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorKind::io, path.string() + ": cannot open: " + std::strerror(errno));
+    // stat before the open and O_NONBLOCK in it: a FIFO or device named .gguf is
+    // refused instead of blocking the open; fstat after it checks what is mapped.
     struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw Error(ErrorKind::io, path.string() + ": cannot open: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::io, path.string() + ": not a regular file");
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw Error(ErrorKind::io, path.string() + ": cannot open: " + std::strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
         throw Error(ErrorKind::io, path.string() + ": not a regular file");

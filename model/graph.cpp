@@ -1,4 +1,4 @@
-// The shared decoder block graph (Llama, Gemma 4): embeddings, optional
+// The shared decoder block graph of every family: embeddings, optional
 // per-layer inputs, attention with optional q/k/v norms and KV sharing, gated
 // FFN, optional sandwich norms, tied or untied head with optional softcap.
 #include "model/graph.hpp"

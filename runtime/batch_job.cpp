@@ -74,9 +74,19 @@ public:
         if (!pool_ || p.use <= 0 || !p.tokens || p.use > int(p.tokens->size()) || p.use >= int(r.prompt.size()) ||
             !std::equal(p.tokens->begin(), p.tokens->begin() + p.use, r.prompt.begin()))
             return -1;
+        ++tick_;
         int e = pool_->find(p.key);
-        if (e >= 0) return e;
-        e = pool_->add(p.key, int(p.tokens->size()));
+        if (e >= 0) {
+            touch(p.key);
+            return e;
+        }
+        // A full pool gives up its least recently used entries: a request that
+        // names one later computes it again (the same K/V, bit for bit).
+        while ((e = pool_->add(p.key, int(p.tokens->size()))) < 0 && !recency_.empty()) {
+            const auto lru = std::min_element(recency_.begin(), recency_.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; });
+            forget(lru->first);
+        }
         if (e < 0) return -1;
         try {
             fill(e);
@@ -84,6 +94,7 @@ public:
             pool_->remove(e);
             throw;
         }
+        touch(p.key);
         counters.prompt_positions += long(p.tokens->size());
         ++counters.prefixes;
         return e;
@@ -92,19 +103,36 @@ public:
     // After the request's last use of its prefix: frees the entry when no later request names it.
     void release(const EnginePrefix& p) {
         if (!pool_ || !p.last) return;
-        const int e = pool_->find(p.key);
-        if (e >= 0) pool_->remove(e);
+        forget(p.key);
     }
+
+    bool held(uint64_t key) const { return pool_ && pool_->find(key) >= 0; }
 
     EngineCounters counters;
 
 private:
+    void touch(uint64_t key) {
+        for (auto& [k, t] : recency_)
+            if (k == key) {
+                t = tick_;
+                return;
+            }
+        recency_.emplace_back(key, tick_);
+    }
+    void forget(uint64_t key) {
+        const int e = pool_->find(key);
+        if (e >= 0) pool_->remove(e);
+        std::erase_if(recency_, [&](const auto& kt) { return kt.first == key; });
+    }
+
     std::shared_ptr<const Model> model_;
     SessionOptions so_;
     int threads_ = 1;
     std::vector<int> prefill_, append_;
     std::optional<PrefixPool> pool_;
     int limit_ = 0;
+    uint64_t tick_ = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> recency_;  // (key, last acquire) of the live entries
 };
 
 // Scoring requests of both engines: one Session with the engine's options and
@@ -239,6 +267,7 @@ public:
     int active() const override { return gen_.active() + int(scored_.size()); }
     int prefix_limit() const override { return share_.limit(); }
     bool prompt_rows_exact(int P, int T, bool scoring) const override { return share_.exact(P, T, scoring); }
+    bool prefix_held(uint64_t key) const override { return share_.held(key); }
     EngineCounters counters() const override { return share_.counters; }
 
     StepTimes measure_steps() override {
@@ -672,6 +701,44 @@ std::vector<size_t> plan_prefixes(std::vector<Prepared>& items, const BatchEngin
 }
 
 }  // namespace
+
+PrefixPlanner::PrefixPlanner(int min_len) : min_len_(min_len) {
+    if (min_len < 1) throw Error(ErrorKind::config, "the shortest shared prefix must be >= 1 token, got " +
+                                                        std::to_string(min_len));
+}
+
+void PrefixPlanner::plan(EngineRequest& r, const BatchEngine& engine) {
+    r.prefix = EnginePrefix{};
+    const int limit = engine.prefix_limit();
+    const int N = int(r.prompt.size());
+    if (limit <= 0 || !r.score.empty() || N <= min_len_ || !engine.prompt_rows_exact(0, N, false)) return;
+    std::erase_if(entries_, [&](const Entry& e) { return !engine.prefix_held(e.key); });
+    const Entry* best = nullptr;
+    size_t best_len = 0;
+    for (const Entry& e : entries_) {
+        const size_t n = std::min(e.tokens->size(), r.prompt.size());
+        size_t l = 0;
+        while (l < n && (*e.tokens)[l] == r.prompt[l]) ++l;
+        if (l > best_len) best = &e, best_len = l;
+    }
+    // The longest n <= len, at least min_len and one token short of the prompt,
+    // whose rest is computed exactly (and, for a new entry, the entry too).
+    auto exact_n = [&](int len, bool entry) {
+        for (int n = std::min(len, N - 1), tries = 0; n >= min_len_ && tries < 64; --n, ++tries)
+            if (engine.prompt_rows_exact(n, N - n, false) && (!entry || engine.prompt_rows_exact(0, n, false)))
+                return n;
+        return 0;
+    };
+    if (best && best_len >= size_t(min_len_)) {
+        if (const int n = exact_n(int(best_len), false)) r.prefix = {best->key, best->tokens, n, false};
+        return;
+    }
+    const int n = exact_n(limit, true);
+    if (n == 0) return;
+    Entry e{next_key_++, std::make_shared<const std::vector<int>>(r.prompt.begin(), r.prompt.begin() + n)};
+    r.prefix = {e.key, e.tokens, n, false};
+    entries_.push_back(std::move(e));
+}
 
 struct BatchJob::Impl {
     BatchJobOptions options;

@@ -1,9 +1,8 @@
-// BatchSession (S slots over the shared graph: per-slot caches, one prefill
-// workspace, one decode workspace of S rows) and BatchGenerator (continuous
-// batching with per-slot samplers). Everything is made in the constructors.
+// BatchSession (S slots over the shared graph: a Sequence per slot, one
+// prefill workspace, one decode workspace of S rows) and BatchGenerator
+// (continuous batching with per-slot samplers). Everything is made in the
+// constructors.
 #include "staticlm/batch_session.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -11,16 +10,13 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "cache/kv_cache.hpp"
+#include "kernels/parallel.hpp"
 #include "model/graph.hpp"
 #include "model/model.hpp"
-#include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
-#include "internal.hpp"
-#include "prefix_internal.hpp"
+#include "sequence.hpp"
 
 namespace staticlm {
 
@@ -32,39 +28,6 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-
-// The next step of the bucket rule of RUNTIME.md for n tokens at position P
-// (the rule has no memory, so running it step by step gives Session::plan).
-Step next_step(std::span<const int> sorted, int P, int n, int K) {
-    int q = 0;
-    for (int b : sorted)
-        if (b >= n && P + b <= K) {
-            q = b;
-            break;
-        }
-    if (q == 0)
-        for (int b : sorted)
-            if (P + b <= K) q = b;
-    return {q, std::min(q, n)};
-}
-
-// Refuses caches larger than the machine's memory before allocating them
-// (the cache's own bytes_needed(), times the slots).
-void check_caches_fit(std::span<const KvLayerSpec> specs, const BatchSessionOptions& o, int q_max) {
-    const SessionOptions& s = o.session;
-    const uint64_t one = StaticKVCache::bytes_needed(specs, s.max_seq, s.kv, s.ring_sliding, q_max);
-    const double bytes = double(one) * o.slots;  // double: no overflow
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return;
-    const double memory = double(pages) * double(page);
-    if (bytes > memory)
-        throw Error(ErrorKind::capacity,
-                    "invalid configuration: " + std::to_string(o.slots) + " slots of max_seq " +
-                        std::to_string(s.max_seq) + " need " + std::to_string(uint64_t(std::min(bytes, 1.8e19))) +
-                        " bytes of KV cache, more than the " + std::to_string(uint64_t(memory)) +
-                        " bytes of memory of this machine (lower slots or max_seq)");
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -74,70 +37,55 @@ void check_caches_fit(std::span<const KvLayerSpec> specs, const BatchSessionOpti
 struct BatchSession::Impl {
     std::shared_ptr<const Model> model;
     BatchSessionOptions options;
-    const kernels::KernelTable* kt = nullptr;
-    std::vector<int> prefill_buckets, append_buckets;
-    std::vector<StaticKVCache> caches;  // [S]
-    std::vector<int> pos, high_water;   // [S]
+    SequenceRules rules;                // buckets, threads, kernels, checks: as a Session's
+    std::vector<Sequence> seqs;         // [S]
     Workspace ws_prefill;               // blocks up to the largest bucket, logits of one row
     Workspace ws_decode;                // S rows, logits of every row
     std::vector<float> logits;          // [S][vocab]: each slot's last logits
     std::vector<int> row_pos;           // [S] positions of a decode step's rows
     std::vector<StaticKVCache*> row_caches;  // [S]
     std::vector<char> row_seen;         // [S] duplicate-slot check
-    int threads = 1;
-    int vocab = 0;
 
     void check_slot(int slot) const {
         if (slot < 0 || slot >= options.slots)
             throw Error(ErrorKind::input, "slot " + std::to_string(slot) + " outside 0.." +
                                               std::to_string(options.slots - 1));
     }
-
-    void validate(std::span<const int> tokens, int P) const {
-        if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
-        for (size_t i = 0; i < tokens.size(); ++i)
-            if (tokens[i] < 0 || tokens[i] >= vocab)
-                throw Error(ErrorKind::input, "invalid token id " + std::to_string(tokens[i]) +
-                                                  " at index " + std::to_string(i) +
-                                                  " (vocab size " + std::to_string(vocab) + ")");
-        const long long end = (long long)P + (long long)tokens.size();
-        if (end > options.session.max_seq)
-            throw Error(ErrorKind::capacity,
-                        "capacity exceeded: P=" + std::to_string(P) + " + T=" +
-                            std::to_string(tokens.size()) + " > K=" +
-                            std::to_string(options.session.max_seq) + " (max_seq)");
+    Sequence& at(int slot) {
+        check_slot(slot);
+        return seqs[size_t(slot)];
     }
 
-    float* slot_logits(int slot) { return logits.data() + size_t(slot) * size_t(vocab); }
+    float* slot_logits(int slot) { return logits.data() + size_t(slot) * size_t(rules.vocab); }
 
     // One bucket step of `rest` at the slot's position; returns the rows consumed.
     int run_step(int slot, std::span<const int> rest, const std::vector<int>& buckets) {
-        const int P = pos[size_t(slot)];
-        const Step st = next_step(buckets, P, int(rest.size()), options.session.max_seq);
+        Sequence& q = seqs[size_t(slot)];
+        const int P = q.pos;
+        const Step st = bucket_step(buckets, P, int(rest.size()), rules.max_seq);
         const bool last = st.t == int(rest.size());
         ForwardArgs a;
         a.tokens = rest.data();
         a.t = st.t;
         a.pos0 = P;
-        a.n_threads = threads;
+        a.n_threads = rules.threads;
         a.logits = last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none;
-        forward(*model, *kt, caches[size_t(slot)], ws_prefill, a);
-        if (last) std::memcpy(slot_logits(slot), ws_prefill.logits, size_t(vocab) * sizeof(float));
-        pos[size_t(slot)] = P + st.t;
-        // As Session: from position 0 every slot before pos was just rewritten.
-        high_water[size_t(slot)] = P == 0 ? P + st.t : std::max(high_water[size_t(slot)], P + st.t);
+        forward(*model, *rules.kt, q.cache, ws_prefill, a);
+        if (last) std::memcpy(slot_logits(slot), ws_prefill.logits, size_t(rules.vocab) * sizeof(float));
+        q.wrote(P, P + st.t);
+        q.pos = P + st.t;
         return st.t;
     }
 
     std::span<const float> run(int slot, std::span<const int> tokens, int P,
                                const std::vector<int>& buckets) {
-        check_slot(slot);
-        validate(tokens, P);
-        pos[size_t(slot)] = P;
-        if (P == 0) high_water[size_t(slot)] = 0;
+        Sequence& q = at(slot);
+        rules.validate(tokens, P);
+        q.pos = P;
+        if (P == 0) q.high_water = 0;
         size_t done = 0;
         while (done < tokens.size()) done += size_t(run_step(slot, tokens.subspan(done), buckets));
-        return {slot_logits(slot), size_t(vocab)};
+        return {slot_logits(slot), size_t(rules.vocab)};
     }
 };
 
@@ -145,41 +93,29 @@ BatchSession::BatchSession(std::shared_ptr<const Model> model, const BatchSessio
     : impl_(std::make_unique<Impl>()) {
     Impl& s = *impl_;
     if (!model) throw Error(ErrorKind::config, "batch session needs a model");
-    const SessionOptions& so = options.session;
     if (options.slots < 1)
         throw Error(ErrorKind::config, "invalid configuration: slots must be >= 1, got " +
                                            std::to_string(options.slots));
-    if (so.max_seq < 1)
-        throw Error(ErrorKind::config, "invalid configuration: max_seq must be >= 1, got " +
-                                           std::to_string(so.max_seq));
-    detail::check_threads(so.threads, "configuration");
+    s.rules = SequenceRules(*model, options.session);
     s.model = std::move(model);
     s.options = options;
-    s.prefill_buckets = detail::normalize_buckets(so.prefill_buckets, "prefill_buckets", so.max_seq);
-    s.append_buckets = detail::normalize_buckets(so.append_buckets, "append_buckets", so.max_seq);
-    s.threads = so.threads == 0 ? available_cpus() : so.threads;
-    kernels::reserve_threads(s.threads);  // regions never start a thread
-    s.kt = &kernels::table();
-    const ModelConfig& c = s.model->config();
-    s.vocab = c.vocab;
-    const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
-    const std::vector<KvLayerSpec> specs = kv_layer_specs(c);
-    check_caches_fit(specs, options, q_max);
+    const SequenceRules& r = s.rules;
     const size_t S = size_t(options.slots);
+    check_memory(double(r.cache_bytes_needed()) * double(S),  // double: no overflow
+                 std::to_string(S) + " slots of max_seq " + std::to_string(r.max_seq) + " need",
+                 "slots or max_seq");
     try {
-        s.caches.reserve(S);
-        for (size_t i = 0; i < S; ++i)
-            s.caches.emplace_back(specs, so.max_seq, so.kv, so.ring_sliding, q_max);
-        s.ws_prefill = Workspace(c, s.model->matrix_types(), q_max, s.threads, false);
-        s.ws_decode = Workspace(c, s.model->matrix_types(), options.slots, s.threads, true);
-        s.logits.assign(S * size_t(c.vocab), 0.0f);
+        s.seqs.reserve(S);
+        for (size_t i = 0; i < S; ++i) s.seqs.emplace_back(r);
+        const ModelConfig& c = s.model->config();
+        s.ws_prefill = Workspace(c, s.model->matrix_types(), r.q_max, r.threads, false);
+        s.ws_decode = Workspace(c, s.model->matrix_types(), options.slots, r.threads, true);
+        s.logits.assign(S * size_t(r.vocab), 0.0f);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::capacity, "out of memory allocating " + std::to_string(S) +
-                                             " slots of max_seq " + std::to_string(so.max_seq) +
+                                             " slots of max_seq " + std::to_string(r.max_seq) +
                                              " (lower slots or max_seq)");
     }
-    s.pos.assign(S, 0);
-    s.high_water.assign(S, 0);
     s.row_pos.assign(S, 0);
     s.row_caches.assign(S, nullptr);
     s.row_seen.assign(S, 0);
@@ -190,19 +126,17 @@ BatchSession::BatchSession(BatchSession&&) noexcept = default;
 BatchSession& BatchSession::operator=(BatchSession&&) noexcept = default;
 
 std::span<const float> BatchSession::prefill(int slot, std::span<const int> tokens) {
-    return impl_->run(slot, tokens, 0, impl_->prefill_buckets);
+    return impl_->run(slot, tokens, 0, impl_->rules.prefill_buckets);
 }
 
 std::span<const float> BatchSession::append(int slot, std::span<const int> tokens) {
-    impl_->check_slot(slot);
-    return impl_->run(slot, tokens, impl_->pos[size_t(slot)], impl_->append_buckets);
+    return impl_->run(slot, tokens, impl_->at(slot).pos, impl_->rules.append_buckets);
 }
 
 int BatchSession::prefill_step(int slot, std::span<const int> rest) {
     Impl& s = *impl_;
-    s.check_slot(slot);
-    s.validate(rest, s.pos[size_t(slot)]);
-    return s.run_step(slot, rest, s.prefill_buckets);
+    s.rules.validate(rest, s.at(slot).pos);
+    return s.run_step(slot, rest, s.rules.prefill_buckets);
 }
 
 void BatchSession::decode(std::span<const int> slots, std::span<const int> tokens) {
@@ -215,13 +149,13 @@ void BatchSession::decode(std::span<const int> slots, std::span<const int> token
     std::fill(s.row_seen.begin(), s.row_seen.end(), 0);
     for (int i = 0; i < n; ++i) {
         const int slot = slots[size_t(i)];
-        s.check_slot(slot);
+        Sequence& q = s.at(slot);
         if (s.row_seen[size_t(slot)])
             throw Error(ErrorKind::input, "slot " + std::to_string(slot) + " appears twice in one decode step");
         s.row_seen[size_t(slot)] = 1;
-        s.validate(tokens.subspan(size_t(i), 1), s.pos[size_t(slot)]);
-        s.row_pos[size_t(i)] = s.pos[size_t(slot)];
-        s.row_caches[size_t(i)] = &s.caches[size_t(slot)];
+        s.rules.validate(tokens.subspan(size_t(i), 1), q.pos);
+        s.row_pos[size_t(i)] = q.pos;
+        s.row_caches[size_t(i)] = &q.cache;
     }
     SequenceRows rows;
     rows.pos = s.row_pos.data();
@@ -230,66 +164,44 @@ void BatchSession::decode(std::span<const int> slots, std::span<const int> token
     a.tokens = tokens.data();
     a.t = n;
     a.seqs = &rows;
-    a.n_threads = s.threads;
+    a.n_threads = s.rules.threads;
     a.logits = ForwardArgs::Logits::all;
-    forward(*s.model, *s.kt, s.caches[size_t(slots[0])], s.ws_decode, a);
+    forward(*s.model, *s.rules.kt, s.seqs[size_t(slots[0])].cache, s.ws_decode, a);
+    const size_t vocab = size_t(s.rules.vocab);
     for (int i = 0; i < n; ++i) {
-        const size_t slot = size_t(slots[size_t(i)]);
-        std::memcpy(s.slot_logits(int(slot)), s.ws_decode.logits + size_t(i) * size_t(s.vocab),
-                    size_t(s.vocab) * sizeof(float));
-        s.pos[slot] += 1;
-        s.high_water[slot] = std::max(s.high_water[slot], s.pos[slot]);
+        const int slot = slots[size_t(i)];
+        Sequence& q = s.seqs[size_t(slot)];
+        std::memcpy(s.slot_logits(slot), s.ws_decode.logits + size_t(i) * vocab, vocab * sizeof(float));
+        q.wrote(q.pos, q.pos + 1);
+        q.pos += 1;
     }
 }
 
-void BatchSession::reset(int slot) {
-    impl_->check_slot(slot);
-    impl_->pos[size_t(slot)] = 0;
-    impl_->high_water[size_t(slot)] = 0;
-}
-
-void BatchSession::rewind(int slot, int n) {
-    Impl& s = *impl_;
-    s.check_slot(slot);
-    const int p = s.pos[size_t(slot)];
-    const int limit = s.caches[size_t(slot)].max_rewind(p, s.high_water[size_t(slot)]);
-    if (n < 0 || n > limit)
-        throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
-                                          std::to_string(p) + ", at most " + std::to_string(limit) +
-                                          " can be rewound");
-    s.pos[size_t(slot)] = p - n;
-}
+void BatchSession::reset(int slot) { impl_->at(slot).reset(); }
+void BatchSession::rewind(int slot, int n) { impl_->at(slot).rewind(n); }
 
 void BatchSession::save_prefix(int slot, PrefixPool& pool, int entry) {
-    impl_->check_slot(slot);
-    PrefixPoolAccess::save(pool, entry, impl_->caches[size_t(slot)], impl_->pos[size_t(slot)]);
+    impl_->at(slot).save_prefix(pool, entry);
 }
 
 void BatchSession::load_prefix(int slot, const PrefixPool& pool, int entry, int n) {
-    Impl& s = *impl_;
-    s.check_slot(slot);
-    PrefixPoolAccess::load(pool, entry, n, s.caches[size_t(slot)]);
-    s.pos[size_t(slot)] = n;
-    s.high_water[size_t(slot)] = n;
+    impl_->at(slot).load_prefix(pool, entry, n);
 }
 
 int BatchSession::slots() const { return impl_->options.slots; }
-int BatchSession::pos(int slot) const {
-    impl_->check_slot(slot);
-    return impl_->pos[size_t(slot)];
-}
-int BatchSession::max_seq() const { return impl_->options.session.max_seq; }
-int BatchSession::vocab() const { return impl_->vocab; }
-int BatchSession::threads() const { return impl_->threads; }
+int BatchSession::pos(int slot) const { return impl_->at(slot).pos; }
+int BatchSession::max_seq() const { return impl_->rules.max_seq; }
+int BatchSession::vocab() const { return impl_->rules.vocab; }
+int BatchSession::threads() const { return impl_->rules.threads; }
 std::span<const float> BatchSession::logits(int slot) const {
     impl_->check_slot(slot);
-    return {impl_->logits.data() + size_t(slot) * size_t(impl_->vocab), size_t(impl_->vocab)};
+    return {impl_->slot_logits(slot), size_t(impl_->rules.vocab)};
 }
 const Model& BatchSession::model() const { return *impl_->model; }
 const BatchSessionOptions& BatchSession::options() const { return impl_->options; }
 size_t BatchSession::cache_bytes() const {
     size_t n = 0;
-    for (const StaticKVCache& c : impl_->caches) n += c.bytes();
+    for (const Sequence& q : impl_->seqs) n += q.cache.bytes();
     return n;
 }
 size_t BatchSession::workspace_bytes() const {
@@ -435,15 +347,7 @@ int BatchGenerator::submit(uint64_t tag, std::span<const int> prompt, const Samp
     Slot& s = g.slots[size_t(slot)];
     s.sampler.reset(sampling);
     s.top_n = logprobs;
-    const int vocab = g.session.vocab(), K = g.session.max_seq();
-    if (prompt.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
-    for (size_t i = 0; i < prompt.size(); ++i)
-        if (prompt[i] < 0 || prompt[i] >= vocab)
-            throw Error(ErrorKind::input, "invalid token id " + std::to_string(prompt[i]) + " at index " +
-                                              std::to_string(i) + " (vocab size " + std::to_string(vocab) + ")");
-    if (prompt.size() > size_t(K))
-        throw Error(ErrorKind::capacity, "capacity exceeded: P=0 + T=" + std::to_string(prompt.size()) +
-                                             " > K=" + std::to_string(K) + " (max_seq)");
+    check_tokens(prompt, 0, g.session.vocab(), g.session.max_seq());
     s.cursor.start(constraint.get());
     s.constraint = std::move(constraint);
     std::copy(prompt.begin(), prompt.end(), s.tokens.begin());

@@ -15,16 +15,19 @@
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "staticlm/batch.hpp"
 #include "staticlm/batch_session.hpp"
 #include "staticlm/chat.hpp"
+#include "staticlm/constrain.hpp"
 #include "staticlm/error.hpp"
 #include "staticlm/generate.hpp"
 #include "staticlm/model.hpp"
@@ -189,6 +192,15 @@ struct slm_model {
     std::shared_ptr<const staticlm::Model> model;
     staticlm::ChatFormat chat_format = staticlm::ChatFormat::plain;
     LogSink log;
+    // The vocabulary's byte trie for constraints, made at the first one (a
+    // model is shared by threads: the mutex guards making it).
+    mutable std::mutex vocab_mutex;
+    mutable std::shared_ptr<const staticlm::TokenVocabulary> vocab;
+};
+
+struct slm_constraint {
+    std::shared_ptr<const staticlm::Model> model;  // whose vocabulary it was compiled for
+    std::shared_ptr<const staticlm::Constraint> constraint;
 };
 
 struct slm_session {
@@ -225,12 +237,14 @@ struct slm_chat {
 struct slm_batch {
     struct Running {
         uint64_t id = 0, tag = 0;
-        bool logprobs = false;  // asked for (logprobs >= 0)
+        bool logprobs = false;     // asked for (logprobs >= 0)
+        bool constrained = false;  // slm_batch_submit_constrained
     };
     // A finished request waiting for slm_batch_collect.
     struct Done {
         uint64_t tag = 0;
         bool logprobs = false;
+        bool constrained = false;
         staticlm::EngineOutcome outcome;  // outcome.tag is the request's id
     };
     std::shared_ptr<const staticlm::Model> model;
@@ -242,15 +256,18 @@ struct slm_batch {
     std::vector<Running> running;          // [<= S]
     std::deque<Done> done;                 // oldest first
     std::vector<staticlm::EngineOutcome> stepped;  // one step's finished requests
+    std::optional<staticlm::PrefixPlanner> prefixes;  // with a prefix pool
+    int pool_tokens = 0;
     // What the last slm_batch_collect returned points into these.
     Done collected;
+    bool has_collected = false;
     std::vector<slm_token_logprob> collected_top;
 
     // Moves a finished request from running to done.
     void finish(staticlm::EngineOutcome&& o) {
         const auto it = std::find_if(running.begin(), running.end(), [&](const Running& r) { return r.id == o.tag; });
         if (it == running.end()) throw std::logic_error("batch: a finished request was not running");
-        done.push_back({it->tag, it->logprobs, std::move(o)});
+        done.push_back({it->tag, it->logprobs, it->constrained, std::move(o)});
         running.erase(it);
     }
 };
@@ -272,6 +289,50 @@ slm_status with_busy(Object* o, const char* what, Fn&& fn) {
 template <class Fn>
 slm_status with_session(slm_session* s, Fn&& fn) {
     return with_busy(s, "session", fn);
+}
+
+// The live constraints: a pointer is read only while slm_constraint_free has
+// not released it, so a freed or stray pointer is refused, not dereferenced.
+std::mutex g_constraints_mutex;
+std::unordered_set<const slm_constraint*> g_constraints;
+
+// The compiled constraint behind c, for a generation on `model`.
+std::shared_ptr<const staticlm::Constraint> use_constraint(const slm_constraint* c, const staticlm::Model& model) {
+    if (!c)
+        throw Error(ErrorKind::input,
+                    "constraint is NULL (make one with slm_constraint_json_schema or slm_constraint_grammar)");
+    const std::lock_guard lock(g_constraints_mutex);
+    if (!g_constraints.count(c))
+        throw Error(ErrorKind::input, "constraint is not a live slm_constraint: freed by slm_constraint_free, or "
+                                      "not made by slm_constraint_json_schema / slm_constraint_grammar");
+    if (c->model.get() != &model)
+        throw Error(ErrorKind::input, "the constraint was compiled for another model: make it with the slm_model "
+                                      "this session or batch was created from");
+    return c->constraint;
+}
+
+slm_status make_constraint(const slm_model* model, const char* text, size_t len, slm_constraint** out,
+                           bool schema) {
+    if (!out) return null_arg("out");
+    *out = nullptr;
+    if (!model || (!text && len)) return null_arg("model/text");
+    return guard(&model->log, [&] {
+        std::shared_ptr<const staticlm::TokenVocabulary> vocab;
+        {
+            const std::lock_guard lock(model->vocab_mutex);
+            if (!model->vocab)
+                model->vocab = std::make_shared<const staticlm::TokenVocabulary>(tokenizer_of(*model->model));
+            vocab = model->vocab;
+        }
+        const std::string_view t(text ? text : "", len);
+        auto c = std::make_unique<slm_constraint>();
+        c->model = model->model;
+        c->constraint =
+            schema ? staticlm::Constraint::json_schema(t, vocab) : staticlm::Constraint::grammar(t, vocab);
+        const std::lock_guard lock(g_constraints_mutex);
+        g_constraints.insert(c.get());
+        *out = c.release();
+    });
 }
 
 struct GenerateCall {
@@ -456,6 +517,106 @@ staticlm::SessionOptions session_options(const slm_model& model, int max_seq, sl
                                     " exceeds the model's trained context (max_position_embeddings " +
                                     std::to_string(context) + ")");
     return so;
+}
+
+// slm_generate, constrained when `constrained` (constraint checked first: a
+// refused one leaves the session as it was).
+slm_status run_generate(slm_session* s, const int32_t* prompt, size_t n_prompt, const slm_generate_params* params,
+                        bool constrained, const slm_constraint* constraint, slm_generate_result* result,
+                        int* complete) {
+    if (!prompt && n_prompt) return null_arg("prompt");
+    return with_session(s, [&] {
+        check_result(result);
+        GenerateCall call = generate_call(*s->model, params);
+        staticlm::GenerateOptions o = call.options;
+        if (constrained) o.constraint = use_constraint(constraint, *s->model);
+        o.on_token = call.sink(s->session);
+        const staticlm::GenerateResult r = staticlm::generate(s->session, staticlm::model_tokenizer(*s->model),
+                                                              std::span<const int>(prompt, n_prompt), o);
+        write_result(r, result);
+        if (complete) *complete = r.complete ? 1 : 0;
+    });
+}
+
+// A batch; prefix NULL: no prefix pool.
+slm_status create_batch(slm_model* model, const slm_batch_params* params, const slm_batch_prefix_params* prefix,
+                        slm_batch** out) {
+    if (!model || !out) return null_arg("model/out");
+    *out = nullptr;
+    return guard(&model->log, [&] {
+        const slm_batch_params p = read_params(params, slm_batch_default_params(), "slm_batch_params");
+        staticlm::BatchSessionOptions o;
+        o.slots = p.slots;
+        o.session = session_options(*model, p.max_seq, p.kv, p.threads);
+        staticlm::PrefixOptions po;  // pool_tokens 0: none
+        int min_tokens = 0;
+        if (prefix) {
+            const slm_batch_prefix_params pp =
+                read_params(prefix, slm_batch_default_prefix_params(), "slm_batch_prefix_params");
+            if (pp.pool_tokens < -1)
+                throw Error(ErrorKind::config, "slm_batch_prefix_params.pool_tokens must be -1 (max_seq), 0 (no "
+                                               "pool) or a token count, got " + std::to_string(pp.pool_tokens));
+            if (pp.min_tokens < 1)
+                throw Error(ErrorKind::config, "slm_batch_prefix_params.min_tokens must be >= 1, got " +
+                                                   std::to_string(pp.min_tokens));
+            po.pool_tokens = pp.pool_tokens;
+            min_tokens = pp.min_tokens;
+        }
+        auto b = std::make_unique<slm_batch>();
+        b->model = model->model;
+        b->log = model->log;
+        b->chat_format = model->chat_format;
+        b->engine = staticlm::make_batched_engine(model->model, o, p.prefill_budget, po);
+        b->pool_tokens = po.pool_tokens < 0 ? o.session.max_seq : po.pool_tokens;
+        if (b->pool_tokens > 0) b->prefixes.emplace(min_tokens);
+        b->running.reserve(size_t(p.slots));
+        b->stepped.reserve(size_t(p.slots));
+        *out = b.release();
+    });
+}
+
+slm_status submit_request(slm_batch* b, const slm_batch_request* request, bool constrained,
+                          const slm_constraint* constraint, uint64_t* id) {
+    if (!request) return null_arg("request");
+    return with_busy(b, "batch", [&] {
+        const slm_batch_request r = read_params(request, slm_batch_default_request(), "slm_batch_request");
+        staticlm::EngineRequest er;
+        if (int(r.tokens != nullptr) + int(r.text != nullptr) + int(r.messages != nullptr) != 1)
+            throw Error(ErrorKind::input, "slm_batch_request: set one of tokens, text and messages (" +
+                                              std::to_string(int(r.tokens != nullptr) + int(r.text != nullptr) +
+                                                             int(r.messages != nullptr)) +
+                                              " are set)");
+        if (r.tokens) {
+            er.prompt.assign(r.tokens, r.tokens + r.n_tokens);
+        } else if (r.text) {
+            er.prompt = prompt_ids(tokenizer_of(*b->model), r.text);
+        } else {
+            const staticlm::Tokenizer& tok = tokenizer_of(*b->model);
+            er.prompt = chat_prompt_ids(*b->model, tok, b->chat_format, chat_messages(r.messages, r.n_messages));
+            if (!r.stop_ids) er.options.stop_ids = chat_stop_ids(*b->model, tok, b->chat_format);
+        }
+        staticlm::GenerateOptions& o = er.options;
+        o.sampling = r.sampler ? sampling_from(read_params(r.sampler, slm_sampler_default_params(), "slm_sampler_params"))
+                               : staticlm::suggested_sampling(staticlm::model_config(*b->model));
+        if (r.max_tokens < -1)
+            throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
+                                               std::to_string(r.max_tokens));
+        o.max_tokens = r.max_tokens < 0 ? INT_MAX : r.max_tokens;  // the slot's capacity ends it first
+        if (r.n_stop_ids && !r.stop_ids) throw Error(ErrorKind::input, "stop_ids is NULL with n_stop_ids > 0");
+        if (r.stop_ids) o.stop_ids.assign(r.stop_ids, r.stop_ids + r.n_stop_ids);
+        o.stop_strings = stop_strings(r.stop_strings, r.n_stop_strings);
+        o.logprobs = r.logprobs;
+        if (constrained) o.constraint = use_constraint(constraint, *b->model);
+        er.tag = b->next_id;
+        if (b->engine->active() >= b->engine->capacity())
+            throw Error(ErrorKind::capacity, "all " + std::to_string(b->engine->capacity()) +
+                                                 " slots hold running requests: step until one finishes");
+        if (b->prefixes) b->prefixes->plan(er, *b->engine);
+        b->engine->submit(std::move(er));  // checks the rest; throws before changing anything
+        b->running.push_back({b->next_id, r.tag, r.logprobs >= 0, constrained});
+        if (id) *id = b->next_id;
+        ++b->next_id;
+    });
 }
 
 }  // namespace
@@ -810,16 +971,32 @@ slm_generate_params slm_generate_default_params(void) {
 
 slm_status slm_generate(slm_session* s, const int32_t* prompt, size_t n_prompt, const slm_generate_params* params,
                         slm_generate_result* result) {
-    if (!prompt && n_prompt) return null_arg("prompt");
-    return with_session(s, [&] {
-        check_result(result);
-        GenerateCall call = generate_call(*s->model, params);
-        staticlm::GenerateOptions o = call.options;
-        o.on_token = call.sink(s->session);
-        const staticlm::GenerateResult r = staticlm::generate(s->session, staticlm::model_tokenizer(*s->model),
-                                                              std::span<const int>(prompt, n_prompt), o);
-        write_result(r, result);
-    });
+    return run_generate(s, prompt, n_prompt, params, false, nullptr, result, nullptr);
+}
+
+// ------------------------------------------------------ constrained output
+
+slm_status slm_constraint_json_schema(const slm_model* model, const char* text, size_t len, slm_constraint** out) {
+    return make_constraint(model, text, len, out, /*schema=*/true);
+}
+
+slm_status slm_constraint_grammar(const slm_model* model, const char* text, size_t len, slm_constraint** out) {
+    return make_constraint(model, text, len, out, /*schema=*/false);
+}
+
+void slm_constraint_free(slm_constraint* constraint) {
+    if (!constraint) return;
+    {
+        const std::lock_guard lock(g_constraints_mutex);
+        if (g_constraints.erase(constraint) == 0) return;  // freed already, or not ours
+    }
+    delete constraint;
+}
+
+slm_status slm_generate_constrained(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                                    const slm_generate_params* params, const slm_constraint* constraint,
+                                    slm_generate_result* result, int* complete) {
+    return run_generate(s, prompt, n_prompt, params, true, constraint, result, complete);
 }
 
 // ------------------------------------------------------------------ scoring
@@ -876,65 +1053,52 @@ slm_batch_request slm_batch_default_request(void) {
 }
 
 slm_status slm_batch_create(slm_model* model, const slm_batch_params* params, slm_batch** out) {
-    if (!model || !out) return null_arg("model/out");
-    *out = nullptr;
-    return guard(&model->log, [&] {
-        const slm_batch_params p = read_params(params, slm_batch_default_params(), "slm_batch_params");
-        staticlm::BatchSessionOptions o;
-        o.slots = p.slots;
-        o.session = session_options(*model, p.max_seq, p.kv, p.threads);
-        auto b = std::make_unique<slm_batch>();
-        b->model = model->model;
-        b->log = model->log;
-        b->chat_format = model->chat_format;
-        b->engine = staticlm::make_batched_engine(model->model, o, p.prefill_budget);
-        b->running.reserve(size_t(p.slots));
-        b->stepped.reserve(size_t(p.slots));
-        *out = b.release();
+    return create_batch(model, params, nullptr, out);
+}
+
+slm_batch_prefix_params slm_batch_default_prefix_params(void) {
+    slm_batch_prefix_params p{};
+    p.size = sizeof p;
+    p.pool_tokens = -1;
+    p.min_tokens = 32;
+    return p;
+}
+
+slm_status slm_batch_create_with_prefix(slm_model* model, const slm_batch_params* params,
+                                        const slm_batch_prefix_params* prefix, slm_batch** out) {
+    const slm_batch_prefix_params defaults = slm_batch_default_prefix_params();
+    return create_batch(model, params, prefix ? prefix : &defaults, out);
+}
+
+slm_status slm_batch_get_counters(const slm_batch* b, slm_batch_counters* counters) {
+    if (!b || !counters) return null_arg("batch/counters");
+    return guard(nullptr, [&] {
+        if (counters->size != sizeof(slm_batch_counters))
+            throw Error(ErrorKind::config, "slm_batch_counters.size is " + std::to_string(counters->size) +
+                                               ", set it to sizeof(slm_batch_counters) (" +
+                                               std::to_string(sizeof(slm_batch_counters)) + ")");
+        const staticlm::EngineCounters c = b->engine->counters();
+        counters->prompt_positions = c.prompt_positions;
+        counters->shared_positions = c.shared_positions;
+        counters->prefixes = c.prefixes;
+        counters->pool_tokens = b->pool_tokens;
     });
 }
 
 void slm_batch_free(slm_batch* b) { delete b; }
 
 slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint64_t* id) {
-    if (!request) return null_arg("request");
-    return with_busy(b, "batch", [&] {
-        const slm_batch_request r = read_params(request, slm_batch_default_request(), "slm_batch_request");
-        staticlm::EngineRequest er;
-        if (int(r.tokens != nullptr) + int(r.text != nullptr) + int(r.messages != nullptr) != 1)
-            throw Error(ErrorKind::input, "slm_batch_request: set one of tokens, text and messages (" +
-                                              std::to_string(int(r.tokens != nullptr) + int(r.text != nullptr) +
-                                                             int(r.messages != nullptr)) +
-                                              " are set)");
-        if (r.tokens) {
-            er.prompt.assign(r.tokens, r.tokens + r.n_tokens);
-        } else if (r.text) {
-            er.prompt = prompt_ids(tokenizer_of(*b->model), r.text);
-        } else {
-            const staticlm::Tokenizer& tok = tokenizer_of(*b->model);
-            er.prompt = chat_prompt_ids(*b->model, tok, b->chat_format, chat_messages(r.messages, r.n_messages));
-            if (!r.stop_ids) er.options.stop_ids = chat_stop_ids(*b->model, tok, b->chat_format);
-        }
-        staticlm::GenerateOptions& o = er.options;
-        o.sampling = r.sampler ? sampling_from(read_params(r.sampler, slm_sampler_default_params(), "slm_sampler_params"))
-                               : staticlm::suggested_sampling(staticlm::model_config(*b->model));
-        if (r.max_tokens < -1)
-            throw Error(ErrorKind::config, "max_tokens must be >= 0, or -1 for no limit, got " +
-                                               std::to_string(r.max_tokens));
-        o.max_tokens = r.max_tokens < 0 ? INT_MAX : r.max_tokens;  // the slot's capacity ends it first
-        if (r.n_stop_ids && !r.stop_ids) throw Error(ErrorKind::input, "stop_ids is NULL with n_stop_ids > 0");
-        if (r.stop_ids) o.stop_ids.assign(r.stop_ids, r.stop_ids + r.n_stop_ids);
-        o.stop_strings = stop_strings(r.stop_strings, r.n_stop_strings);
-        o.logprobs = r.logprobs;
-        er.tag = b->next_id;
-        if (b->engine->active() >= b->engine->capacity())
-            throw Error(ErrorKind::capacity, "all " + std::to_string(b->engine->capacity()) +
-                                                 " slots hold running requests: step until one finishes");
-        b->engine->submit(std::move(er));  // checks the rest; throws before changing anything
-        b->running.push_back({b->next_id, r.tag, r.logprobs >= 0});
-        if (id) *id = b->next_id;
-        ++b->next_id;
-    });
+    return submit_request(b, request, false, nullptr, id);
+}
+
+slm_status slm_batch_submit_constrained(slm_batch* b, const slm_batch_request* request,
+                                        const slm_constraint* constraint, uint64_t* id) {
+    return submit_request(b, request, true, constraint, id);
+}
+
+int slm_batch_collected_complete(const slm_batch* b) {
+    if (!b || !b->has_collected || !b->collected.constrained) return -1;
+    return b->collected.outcome.result.complete ? 1 : 0;
 }
 
 slm_status slm_batch_step(slm_batch* b, int* n_finished) {
@@ -969,6 +1133,7 @@ slm_status slm_batch_collect(slm_batch* b, slm_batch_result* result, int* got) {
                                                ", set it to sizeof(slm_batch_result) (" +
                                                std::to_string(sizeof(slm_batch_result)) + ")");
         if (b->done.empty()) return;
+        b->has_collected = true;
         b->collected = std::move(b->done.front());
         b->done.pop_front();
         const staticlm::GenerateResult& g = b->collected.outcome.result;

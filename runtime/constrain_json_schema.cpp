@@ -24,6 +24,10 @@ using nlohmann::json;
 constexpr int kMaxIntDigits = 16;
 constexpr int kMaxFracDigits = 16;
 constexpr int kMaxExpDigits = 2;
+// Any value (a schema of annotations only, {} or true): containers nest at most
+// this deep inside it. Each level holds one copy of the value for arrays and
+// one for objects, so the automaton grows as 2^depth.
+constexpr int kMaxAnyDepth = 3;
 
 const std::set<std::string, std::less<>>& annotations() {
     static const std::set<std::string, std::less<>> k = {"title",       "description", "$schema", "$id",
@@ -101,9 +105,11 @@ private:
     void emit(const json& s, int from, int to, const std::string& path, int depth) {
         if (depth > limits_.max_depth)
             fail(path, "schema nested deeper than " + std::to_string(limits_.max_depth) + " levels");
-        if (s.is_boolean())
-            fail(path, s.get<bool>() ? "schema true (any value) is not supported"
-                                     : "schema false accepts nothing");
+        if (s.is_boolean()) {
+            if (!s.get<bool>()) fail(path, "schema false accepts nothing");
+            emit_any(from, to, 0);
+            return;
+        }
         if (!s.is_object()) fail(path, std::string("a schema must be an object, not ") + json_type_name(s));
         for (const auto& [key, value] : s.items()) {
             (void)value;
@@ -134,7 +140,13 @@ private:
             // No type: what the structural keywords imply.
             if (s.contains("properties") || s.contains("required")) return emit_type("object", s, from, to, path, depth);
             if (s.contains("items")) return emit_type("array", s, from, to, path, depth);
-            fail(path, "a schema needs type, enum, const, anyOf or $ref (any value is not supported)");
+            for (const auto& [key, value] : s.items()) {
+                (void)value;
+                if (!annotations().count(key))
+                    fail(path, "keyword '" + key + "' needs a type (a schema of annotations only is any value)");
+            }
+            emit_any(from, to, 0);
+            return;
         }
         if (type->is_string()) return emit_type(type->get<std::string>(), s, from, to, path, depth);
         if (!type->is_array() || type->empty())
@@ -187,10 +199,7 @@ private:
             only({"minLength", "maxLength"});
             const int min = count(s, "minLength", path, 0), max = count(s, "maxLength", path, -1);
             if (max >= 0 && min > max) fail(path, "minLength " + std::to_string(min) + " > maxLength " + std::to_string(max));
-            const int open = nfa_.add_state(), close = nfa_.add_state();
-            nfa_.literal(from, open, "\"");
-            repeat(open, close, min, max, "", [&](int a, int b) { detail::json_string_char(nfa_, a, b); });
-            nfa_.literal(close, to, "\"");
+            emit_string(from, to, min, max);
         } else if (type == "array") {
             only({"items", "minItems", "maxItems"});
             const auto items = s.find("items");
@@ -207,6 +216,47 @@ private:
             emit_object(s, from, to, path, depth);
         } else {
             fail(path + ".type", "unknown type '" + type + "'");
+        }
+    }
+
+    // A JSON string of min..max characters (max < 0: any number).
+    void emit_string(int from, int to, int min, int max) {
+        const int open = nfa_.add_state(), close = nfa_.add_state();
+        nfa_.literal(from, open, "\"");
+        repeat(open, close, min, max, "", [&](int a, int b) { detail::json_string_char(nfa_, a, b); });
+        nfa_.literal(close, to, "\"");
+    }
+
+    // Any JSON value, compact: null, booleans, numbers, strings, and arrays and
+    // objects (any member names, in any order) of any values, containers
+    // nested at most kMaxAnyDepth deep; deeper, only scalars.
+    void emit_any(int from, int to, int level) {
+        nfa_.literal(from, to, "null");
+        nfa_.literal(from, to, "true");
+        nfa_.literal(from, to, "false");
+        emit_number(from, to, /*fraction=*/true);
+        emit_string(from, to, 0, -1);
+        if (level >= kMaxAnyDepth) return;
+        {  // [ (value (, value)*)? ]
+            const int open = nfa_.add_state(), item = nfa_.add_state(), after = nfa_.add_state();
+            nfa_.literal(from, open, "[");
+            nfa_.literal(open, to, "]");
+            nfa_.epsilon(open, item);
+            emit_any(item, after, level + 1);
+            nfa_.literal(after, item, ",");
+            nfa_.literal(after, to, "]");
+        }
+        {  // { (name : value (, name : value)*)? }
+            const int open = nfa_.add_state(), member = nfa_.add_state(), name = nfa_.add_state(),
+                      value = nfa_.add_state(), after = nfa_.add_state();
+            nfa_.literal(from, open, "{");
+            nfa_.literal(open, to, "}");
+            nfa_.epsilon(open, member);
+            emit_string(member, name, 0, -1);
+            nfa_.literal(name, value, ":");
+            emit_any(value, after, level + 1);
+            nfa_.literal(after, member, ",");
+            nfa_.literal(after, to, "}");
         }
     }
 

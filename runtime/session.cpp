@@ -1,8 +1,7 @@
-// Session: buckets, chunking, validation and the calls of RUNTIME.md on top of
-// the shared graph. All buffers are made in the constructor.
+// Session: the calls of RUNTIME.md on one Sequence (sequence.hpp holds the
+// bucket rule and the checks), chunked into steps of the shared graph, with
+// the abort and non-finite paths. All buffers are made in the constructor.
 #include "staticlm/session.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,82 +9,16 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <thread>
 
-#include "cache/kv_cache.hpp"
-#include "kernels/parallel.hpp"
 #include "model/graph.hpp"
 #include "model/model.hpp"
-#include "model/weight_plan.hpp"
 #include "staticlm/error.hpp"
 #include "internal.hpp"
-#include "prefix_internal.hpp"
 #include "session_impl.hpp"
 
 namespace staticlm {
 
-// Sorted, deduplicated buckets with 1 added; validated against K.
-std::vector<int> detail::normalize_buckets(const std::vector<int>& in, const char* what, int max_seq) {
-    if (in.empty())
-        throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
-                                           " is empty (give at least one block size)");
-    std::vector<int> out;
-    out.reserve(in.size() + 1);
-    for (int b : in) {
-        if (b < 1 || b > max_seq)
-            throw Error(ErrorKind::config, std::string("invalid configuration: ") + what +
-                                               " has block size " + std::to_string(b) +
-                                               " outside 1.." + std::to_string(max_seq) +
-                                               " (max_seq)");
-        out.push_back(b);
-    }
-    out.push_back(1);
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-}
-
 namespace {
-
-
-// Refuses a max_seq whose KV cache alone exceeds this machine's physical
-// memory, before allocating: a multi-terabyte request would otherwise end the
-// process (sanitizers abort on it, overcommit kills later) instead of throwing.
-void check_cache_fits(std::span<const KvLayerSpec> specs, const SessionOptions& o, int q_max) {
-    const uint64_t cache = StaticKVCache::bytes_needed(specs, o.max_seq, o.kv, o.ring_sliding, q_max);
-    const double bytes = double(cache) + double(o.max_seq + 1.0) * (sizeof(Step) + sizeof(int));  // double: no overflow
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return;  // unknown: let the allocation decide
-    const double memory = double(pages) * double(page);
-    if (bytes > memory)
-        throw Error(ErrorKind::capacity,
-                    "invalid configuration: max_seq " + std::to_string(o.max_seq) + " needs " +
-                        std::to_string(uint64_t(std::min(bytes, 1.8e19))) + " bytes of KV cache, more than the " +
-                        std::to_string(uint64_t(memory)) + " bytes of memory of this machine (lower max_seq)");
-}
-
-// The bucket rule, writing into a caller-provided array (no allocation).
-// Returns the number of steps.
-size_t plan_into(std::span<const int> sorted, int P, int T, int K, Step* out) {
-    size_t n_steps = 0;
-    int n = T;
-    while (n > 0) {
-        int q = 0;
-        for (int b : sorted)
-            if (b >= n && P + b <= K) {
-                q = b;
-                break;
-            }
-        if (q == 0)
-            for (int b : sorted)
-                if (P + b <= K) q = b;  // sorted ascending: ends at the largest that fits
-        const int t = std::min(q, n);
-        out[n_steps++] = {q, t};
-        P += t;
-        n -= t;
-    }
-    return n_steps;
-}
 
 // Index of the first non-finite value of data[0, n), or -1.
 long first_non_finite(const float* data, size_t n) {
@@ -138,30 +71,14 @@ SessionEntry::SessionEntry(std::atomic<bool>& busy) : busy_(busy) {
                     "one thread at a time; create one session per thread)");
 }
 
-void Session::Impl::validate(std::span<const int> tokens, int P) const {
-    if (tokens.empty()) throw Error(ErrorKind::input, "empty input: no tokens to process");
-    const int vocab = model->config().vocab;
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || tokens[i] >= vocab)
-            throw Error(ErrorKind::input, "invalid token id " + std::to_string(tokens[i]) +
-                                              " at index " + std::to_string(i) +
-                                              " (vocab size " + std::to_string(vocab) + ")");
-    const long long end = (long long)P + (long long)tokens.size();
-    if (end > options.max_seq)
-        throw Error(ErrorKind::capacity,
-                    "capacity exceeded: P=" + std::to_string(P) + " + T=" +
-                        std::to_string(tokens.size()) + " > K=" +
-                        std::to_string(options.max_seq) + " (max_seq)");
-}
-
 std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
                                           LogitsSink sink) {
-    validate(tokens, P);
+    rules.validate(tokens, P);
     if (sink && !options.all_logits)
         throw Error(ErrorKind::config,
                     "per-row logits need a session created with all_logits");
-    n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
-    const int vocab = model->config().vocab;
+    n_steps = plan_into(buckets, P, int(tokens.size()), rules.max_seq, steps.data());
+    const int vocab = rules.vocab;
     int done = 0;
     for (size_t s = 0; s < n_steps; ++s) {
         const int t = steps[s].t;
@@ -169,20 +86,23 @@ std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, co
         a.tokens = tokens.data() + done;
         a.t = t;
         a.pos0 = P + done;
-        a.n_threads = threads;
+        a.n_threads = rules.threads;
         a.dump = dump;
         a.stop = stop;
         const bool last = s + 1 == n_steps;
         a.logits = sink ? ForwardArgs::Logits::all
                         : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
-        if (!forward(*model, *kt, cache, ws, a)) throw_aborted(P, done, int(tokens.size()), s, a.pos0 + t);
+        if (!forward(*model, *rules.kt, seq.cache, ws, a)) throw_aborted(P, done, int(tokens.size()), s, a.pos0 + t);
         if (a.logits != ForwardArgs::Logits::none) {
             const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
             const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
             if (bad >= 0) {
-                // Slots from P on may now hold non-finite K/V; pos stays P, so
-                // they are never read. Ring caches lose what they overwrote.
-                high_water = std::max(high_water, a.pos0 + t);
+                // Slots from P on may now hold non-finite K/V; pos becomes P
+                // (an append's unchanged pos, a prefill's 0: the positions it
+                // overwrote are gone), so they are never read. Ring caches lose
+                // what they overwrote.
+                seq.high_water = std::max(seq.high_water, a.pos0 + t);
+                seq.pos = std::min(seq.pos, P);
                 throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
             }
         }
@@ -194,10 +114,8 @@ std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, co
         }
         done += t;
     }
-    pos = P + done;
-    // From position 0 every slot before pos was just rewritten: older
-    // writes no longer limit rewind.
-    high_water = P == 0 ? pos : std::max(high_water, pos);
+    seq.wrote(P, P + done);
+    seq.pos = P + done;
     return last_logits;
 }
 
@@ -207,13 +125,13 @@ std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, co
 // overwritten older positions with them, which high_water records (a ring
 // holds window + Q_max slots, so the window before pos is intact).
 void Session::Impl::throw_aborted(int P, int done, int n_tokens, size_t s, int step_end) {
-    pos = P + done;
-    high_water = P == 0 ? step_end : std::max(high_water, step_end);
+    seq.wrote(P, step_end);
+    seq.pos = P + done;
     n_steps = s;
     throw Error(ErrorKind::aborted,
                 "aborted by the abort callback: " + std::to_string(done) + " of the call's " +
                     std::to_string(n_tokens) + " tokens were processed, the session now holds " +
-                    std::to_string(pos) + " tokens (pos " + std::to_string(pos) + ")");
+                    std::to_string(seq.pos) + " tokens (pos " + std::to_string(seq.pos) + ")");
 }
 
 // Runs the failed call again with a dump sink to name the first layer and
@@ -221,19 +139,19 @@ void Session::Impl::throw_aborted(int P, int done, int n_tokens, size_t s, int s
 void Session::Impl::throw_non_finite(std::span<const int> tokens, int P, const std::vector<int>& buckets,
                                      int bad_pos) {
     NonFiniteFinder finder;
-    n_steps = plan_into(buckets, P, int(tokens.size()), options.max_seq, steps.data());
+    n_steps = plan_into(buckets, P, int(tokens.size()), rules.max_seq, steps.data());
     int done = 0;
     for (size_t s = 0; s < n_steps && finder.layer == -2; ++s) {
         ForwardArgs a;
         a.tokens = tokens.data() + done;
         a.t = steps[s].t;
         a.pos0 = P + done;
-        a.n_threads = threads;
+        a.n_threads = rules.threads;
         a.dump = DumpSink{NonFiniteFinder::fn, &finder};
         a.logits = options.all_logits  ? ForwardArgs::Logits::all
                    : s + 1 == n_steps ? ForwardArgs::Logits::last
                                       : ForwardArgs::Logits::none;
-        (void)forward(*model, *kt, cache, ws, a);
+        (void)forward(*model, *rules.kt, seq.cache, ws, a);
         if (finder.layer != -2) finder.row += a.pos0;
         done += a.t;
     }
@@ -254,30 +172,22 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     : impl_(std::make_unique<Impl>()) {
     Impl& s = *impl_;
     if (!model) throw Error(ErrorKind::config, "session needs a model");
-    if (options.max_seq < 1)
-        throw Error(ErrorKind::config, "invalid configuration: max_seq must be >= 1, got " +
-                                           std::to_string(options.max_seq));
-    detail::check_threads(options.threads, "configuration");
+    s.rules = SequenceRules(*model, options);
     s.model = std::move(model);
     s.options = options;
-    s.prefill_buckets = detail::normalize_buckets(options.prefill_buckets, "prefill_buckets", options.max_seq);
-    s.append_buckets = detail::normalize_buckets(options.append_buckets, "append_buckets", options.max_seq);
-    s.threads = options.threads == 0 ? available_cpus() : options.threads;
-    kernels::reserve_threads(s.threads);  // regions never start a thread
-    s.kt = &kernels::table();
-    const int q_max = std::max(s.prefill_buckets.back(), s.append_buckets.back());
-    const ModelConfig& c = s.model->config();
-    const std::vector<KvLayerSpec> specs = kv_layer_specs(c);
-    check_cache_fits(specs, options, q_max);
+    const SequenceRules& r = s.rules;
+    // The tokens and steps arrays count too: double, so that nothing overflows.
+    check_memory(double(r.cache_bytes_needed()) + double(r.max_seq + 1.0) * (sizeof(Step) + sizeof(int)),
+                 "max_seq " + std::to_string(r.max_seq) + " needs", "max_seq");
     try {
-        s.cache = StaticKVCache(specs, options.max_seq, options.kv, options.ring_sliding, q_max);
-        s.ws = Workspace(c, s.model->matrix_types(), q_max, s.threads, options.all_logits);
-        s.last_logits.assign(size_t(c.vocab), 0.0f);
-        s.tokens.assign(size_t(options.max_seq), 0);
-        s.steps.resize(size_t(options.max_seq) + 1);
+        s.seq = Sequence(r);
+        s.ws = Workspace(s.model->config(), s.model->matrix_types(), r.q_max, r.threads, options.all_logits);
+        s.last_logits.assign(size_t(r.vocab), 0.0f);
+        s.tokens.assign(size_t(r.max_seq), 0);
+        s.steps.resize(size_t(r.max_seq) + 1);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::capacity, "out of memory allocating a session with max_seq " +
-                                             std::to_string(options.max_seq) + " (lower max_seq)");
+                                             std::to_string(r.max_seq) + " (lower max_seq)");
     }
 }
 
@@ -287,51 +197,39 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 std::span<const float> Session::prefill(std::span<const int> tokens, LogitsSink sink) {
     SessionEntry entry(impl_->busy);
-    return impl_->run(tokens, 0, impl_->prefill_buckets, sink);
+    return impl_->run(tokens, 0, impl_->rules.prefill_buckets, sink);
 }
 
 std::span<const float> Session::append(std::span<const int> tokens, LogitsSink sink) {
     SessionEntry entry(impl_->busy);
-    return impl_->run(tokens, impl_->pos, impl_->append_buckets, sink);
+    return impl_->run(tokens, impl_->seq.pos, impl_->rules.append_buckets, sink);
 }
 
 std::span<const float> Session::decode(int token) {
     SessionEntry entry(impl_->busy);
-    return impl_->run(std::span<const int>(&token, 1), impl_->pos, impl_->decode_buckets, {});
+    return impl_->run(std::span<const int>(&token, 1), impl_->seq.pos, impl_->decode_buckets, {});
 }
 
 void Session::rewind(int n) {
     SessionEntry entry(impl_->busy);
-    const int limit = max_rewind();
-    if (n < 0 || n > limit)
-        throw Error(ErrorKind::input, "cannot rewind " + std::to_string(n) + " tokens: position " +
-                                          std::to_string(impl_->pos) + ", at most " +
-                                          std::to_string(limit) + " can be rewound" +
-                                          (limit < impl_->pos
-                                               ? " (the ring caches of sliding layers hold only "
-                                                 "window + Q_max positions)"
-                                               : ""));
-    impl_->pos -= n;
+    impl_->seq.rewind(n);
 }
 
 void Session::reset() {
     SessionEntry entry(impl_->busy);
-    impl_->pos = 0;
-    impl_->high_water = 0;
+    impl_->seq.reset();
 }
 
 void Session::save_prefix(PrefixPool& pool, int entry) {
     SessionEntry busy(impl_->busy);
-    PrefixPoolAccess::save(pool, entry, impl_->cache, impl_->pos);
+    impl_->seq.save_prefix(pool, entry);
 }
 
 void Session::load_prefix(const PrefixPool& pool, int entry, int n) {
     SessionEntry busy(impl_->busy);
-    PrefixPoolAccess::load(pool, entry, n, impl_->cache);
+    impl_->seq.load_prefix(pool, entry, n);
     // A pool keeps K/V, not ids: tokens() says -1 for these positions.
     std::fill_n(impl_->tokens.begin(), n, -1);
-    impl_->pos = n;
-    impl_->high_water = n;
     impl_->n_steps = 0;
 }
 
@@ -342,20 +240,20 @@ void Session::set_abort(AbortFn fn, void* ctx) {
     impl_->stop = StopCheck{fn, fn ? ctx : nullptr};
 }
 
-int Session::pos() const { return impl_->pos; }
+int Session::pos() const { return impl_->seq.pos; }
 int Session::max_seq() const { return impl_->options.max_seq; }
 int Session::vocab() const { return impl_->model->config().vocab; }
-int Session::threads() const { return impl_->threads; }
-int Session::max_rewind() const { return impl_->cache.max_rewind(impl_->pos, impl_->high_water); }
+int Session::threads() const { return impl_->rules.threads; }
+int Session::max_rewind() const { return impl_->seq.max_rewind(); }
 std::span<const float> Session::logits() const { return impl_->last_logits; }
-std::span<const int> Session::tokens() const { return {impl_->tokens.data(), size_t(impl_->pos)}; }
+std::span<const int> Session::tokens() const { return {impl_->tokens.data(), size_t(impl_->seq.pos)}; }
 std::span<const Step> Session::last_plan() const {
     return {impl_->steps.data(), impl_->n_steps};
 }
 const Model& Session::model() const { return *impl_->model; }
 const SessionOptions& Session::options() const { return impl_->options; }
-size_t Session::cache_bytes() const { return impl_->cache.bytes(); }
-size_t Session::cache_bytes_per_token() const { return impl_->cache.bytes_per_token(); }
+size_t Session::cache_bytes() const { return impl_->seq.cache.bytes(); }
+size_t Session::cache_bytes_per_token() const { return impl_->seq.cache.bytes_per_token(); }
 size_t Session::workspace_bytes() const {
     return impl_->ws.bytes() + impl_->last_logits.size() * sizeof(float) +
            impl_->tokens.size() * sizeof(int) + impl_->steps.size() * sizeof(Step);

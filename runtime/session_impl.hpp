@@ -12,6 +12,7 @@
 #include "model/graph.hpp"
 #include "model/model.hpp"
 #include "staticlm/session.hpp"
+#include "sequence.hpp"
 
 namespace staticlm {
 
@@ -31,23 +32,18 @@ private:
 struct Session::Impl {
     std::shared_ptr<const Model> model;
     SessionOptions options;
-    const kernels::KernelTable* kt = nullptr;
-    std::vector<int> prefill_buckets, append_buckets;
+    SequenceRules rules;  // buckets, threads, kernels, checks
+    Sequence seq;         // the KV cache, pos and high_water
     std::vector<int> decode_buckets{1};
-    StaticKVCache cache;
     Workspace ws;
     std::vector<float> last_logits;  // [vocab]
-    std::vector<int> tokens;         // [max_seq]: the token at each position < pos
+    std::vector<int> tokens;         // [max_seq]: the token at each position < seq.pos
     std::vector<Step> steps;         // capacity max_seq: a plan never has more steps than tokens
     size_t n_steps = 0;
-    int pos = 0;
-    int high_water = 0;  // highest position written + 1 (rewind limit of rings)
-    int threads = 1;
     DumpSink dump;   // set_dump(); empty by default
     StopCheck stop;  // set_abort(); empty by default
     std::atomic<bool> busy{false};
 
-    void validate(std::span<const int> tokens, int P) const;
     std::span<const float> run(std::span<const int> tokens, int P, const std::vector<int>& buckets,
                                LogitsSink sink);
     [[noreturn]] void throw_aborted(int P, int done, int n_tokens, size_t s, int step_end);

@@ -211,12 +211,12 @@ int first_held(const StaticKVCache& cache, int il, int pos, int high_water) {
 
 size_t Session::state_bytes() const {
     const Impl& s = *impl_;
-    size_t n = kHeaderBytes + size_t(s.pos) * sizeof(int32_t) +
+    size_t n = kHeaderBytes + size_t(s.seq.pos) * sizeof(int32_t) +
                s.last_logits.size() * sizeof(float) + kChecksumBytes;
-    for (int il = 0; il < s.cache.n_layers(); ++il)
-        if (s.cache.owns(il))
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il)
+        if (s.seq.cache.owns(il))
             n += kLayerRecordBytes +
-                 s.cache.positions_bytes(il, s.pos - first_held(s.cache, il, s.pos, s.high_water));
+                 s.seq.cache.positions_bytes(il, s.seq.pos - first_held(s.seq.cache, il, s.seq.pos, s.seq.high_water));
     return n;
 }
 
@@ -224,9 +224,9 @@ size_t Session::max_state_bytes() const {
     const Impl& s = *impl_;
     size_t n = kHeaderBytes + size_t(s.options.max_seq) * sizeof(int32_t) +
                s.last_logits.size() * sizeof(float) + kChecksumBytes;
-    for (int il = 0; il < s.cache.n_layers(); ++il)
-        if (s.cache.owns(il))
-            n += kLayerRecordBytes + s.cache.positions_bytes(il, s.options.max_seq);
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il)
+        if (s.seq.cache.owns(il))
+            n += kLayerRecordBytes + s.seq.cache.positions_bytes(il, s.options.max_seq);
     return n;
 }
 
@@ -251,27 +251,27 @@ size_t Session::save_state(std::span<std::byte> out) const {
     h.vocab = uint32_t(m.config().vocab);
     h.n_layers = uint32_t(m.config().n_layers);
     h.max_seq = uint32_t(s.options.max_seq);
-    h.pos = uint32_t(s.pos);
-    for (int il = 0; il < s.cache.n_layers(); ++il) h.n_kv_layers += s.cache.owns(il);
+    h.pos = uint32_t(s.seq.pos);
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il) h.n_kv_layers += s.seq.cache.owns(il);
     h.payload = total - kHeaderBytes - kChecksumBytes;
     std::byte* p = out.data();
     h.write(p);
     std::byte* at = p + kHeaderBytes;
-    for (int i = 0; i < s.pos; ++i, at += 4) put_u32(at, uint32_t(s.tokens[size_t(i)]));
+    for (int i = 0; i < s.seq.pos; ++i, at += 4) put_u32(at, uint32_t(s.tokens[size_t(i)]));
     for (float x : s.last_logits) {
         uint32_t bits;
         std::memcpy(&bits, &x, 4);
         put_u32(at, bits);
         at += 4;
     }
-    for (int il = 0; il < s.cache.n_layers(); ++il) {
-        if (!s.cache.owns(il)) continue;
-        const int first = first_held(s.cache, il, s.pos, s.high_water);
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il) {
+        if (!s.seq.cache.owns(il)) continue;
+        const int first = first_held(s.seq.cache, il, s.seq.pos, s.seq.high_water);
         put_u32(at, uint32_t(il));
         put_u32(at + 4, uint32_t(first));
         at += kLayerRecordBytes;
-        s.cache.read_positions(il, first, s.pos, at);  // raw f16/f32 elements (little-endian hosts)
-        at += s.cache.positions_bytes(il, s.pos - first);
+        s.seq.cache.read_positions(il, first, s.seq.pos, at);  // raw f16/f32 elements (little-endian hosts)
+        at += s.seq.cache.positions_bytes(il, s.seq.pos - first);
     }
     Fnv sum;
     sum.bytes(p, size_t(at - p));
@@ -356,7 +356,7 @@ void Session::load_state(std::span<const std::byte> in) {
                         std::to_string(s.options.max_seq));
     const int pos = int(h.pos);
     int n_kv_layers = 0;
-    for (int il = 0; il < s.cache.n_layers(); ++il) n_kv_layers += s.cache.owns(il);
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il) n_kv_layers += s.seq.cache.owns(il);
     if (h.n_kv_layers != uint32_t(n_kv_layers))
         throw bad_state(std::to_string(h.n_kv_layers) + " K/V layers, the model has " +
                         std::to_string(n_kv_layers));
@@ -396,7 +396,7 @@ void Session::load_state(std::span<const std::byte> in) {
             throw bad_state("layer record for layer " + std::to_string(layer) + " where layer " +
                             std::to_string(il) + " (the next layer that owns K/V) belongs");
         const int window = c.layers[size_t(il)].window;
-        const bool ring = s.cache.view(il).n_slots < s.options.max_seq;
+        const bool ring = s.seq.cache.view(il).n_slots < s.options.max_seq;
         // Full storage holds every position; a ring must hold the window before pos.
         const uint32_t limit = ring ? uint32_t(std::max(0, pos - window + 1)) : 0;
         if (first > limit)
@@ -405,11 +405,11 @@ void Session::load_state(std::span<const std::byte> in) {
                             std::to_string(limit) +
                             (ring ? " (the sliding window before pos)" : " (full storage)"));
         return LayerData{int(first),
-                         take(s.cache.positions_bytes(il, pos - int(first)), "the K/V of a layer")};
+                         take(s.seq.cache.positions_bytes(il, pos - int(first)), "the K/V of a layer")};
     };
     const std::byte* const layers_begin = at;
-    for (int il = 0; il < s.cache.n_layers(); ++il)
-        if (s.cache.owns(il)) (void)layer_record(il);
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il)
+        if (s.seq.cache.owns(il)) (void)layer_record(il);
     if (at != end)
         throw bad_state(std::to_string(end - at) + " payload bytes left after the last layer");
 
@@ -422,17 +422,17 @@ void Session::load_state(std::span<const std::byte> in) {
     }
     at = layers_begin;
     int high_water = pos;
-    for (int il = 0; il < s.cache.n_layers(); ++il) {
-        if (!s.cache.owns(il)) continue;
+    for (int il = 0; il < s.seq.cache.n_layers(); ++il) {
+        if (!s.seq.cache.owns(il)) continue;
         const LayerData d = layer_record(il);
-        const int n_slots = s.cache.view(il).n_slots;
+        const int n_slots = s.seq.cache.view(il).n_slots;
         const int first = std::max(d.first, pos - n_slots);
-        s.cache.write_positions(il, first, pos, d.kv, d.first);
+        s.seq.cache.write_positions(il, first, pos, d.kv, d.first);
         // max_rewind() takes a ring to hold [high_water - n_slots, high_water).
         if (n_slots < s.options.max_seq) high_water = std::max(high_water, first + n_slots);
     }
-    s.pos = pos;
-    s.high_water = high_water;
+    s.seq.pos = pos;
+    s.seq.high_water = high_water;
     s.n_steps = 0;
 }
 

@@ -2,8 +2,9 @@
 # Sets everything up and runs every test: installs Debian packages and the
 # default real model (tools/get_model.sh), builds
 # build-asan (ASan + UBSan, gcc) and runs the 'sanitize' suite there (kernels,
-# model, runtime, robust, robust-batch, robust-constrain: every library test but test_alloc, whose malloc
-# replacement cannot coexist with ASan's, and the CLI scripts), then
+# model, runtime and the robust tests, as `meson introspect` lists the suite:
+# every library test but test_alloc, whose malloc replacement cannot coexist
+# with ASan's; the CLI scripts run in the release pass), then
 # builds the release configuration and runs every test with `meson test`,
 # then the Python package's pytest suite (tools/test_python.sh).
 # Prints each phase's wall time; ends with meson's summary of the release run

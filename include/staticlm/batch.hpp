@@ -299,6 +299,9 @@ public:
     // with and without a prefix are bit-identical.
     virtual int prefix_limit() const { return 0; }
     virtual bool prompt_rows_exact(int /*P*/, int /*T*/, bool /*scoring*/) const { return false; }
+    // Whether the prefix pool holds the entry `key` now (a full pool gives up
+    // its least recently used entries for new ones).
+    virtual bool prefix_held(uint64_t /*key*/) const { return false; }
     virtual EngineCounters counters() const { return {}; }
     // Times one prefill step and one decode step of all slots (nothing active).
     virtual StepTimes measure_steps() { return {}; }
@@ -343,6 +346,31 @@ std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> mo
                                                  const PrefixOptions& prefix = {});
 std::unique_ptr<BatchEngine> make_batched_engine(std::shared_ptr<const Model> model,
                                                  const BatchSessionOptions& options, const PrefixOptions& prefix);
+
+// Shared prefixes found as requests come, for callers that submit one at a
+// time (the C API's slm_batch) where BatchJob plans a whole window. A
+// generation whose prompt starts with at least `min_len` tokens of an entry
+// the engine's pool holds uses the longest part of that run after which its
+// rows are computed exactly (BatchEngine::prompt_rows_exact), so its result
+// is bit-identical to the one without sharing; one that shares no such run
+// with any entry becomes an entry itself (its prompt less its last token, at
+// most the engine's prefix_limit). The pool gives up its least recently used
+// entries for new ones. Scoring requests are left as they are.
+class PrefixPlanner {
+public:
+    explicit PrefixPlanner(int min_len);
+    // Sets request.prefix (left empty when nothing is shared).
+    void plan(EngineRequest& request, const BatchEngine& engine);
+
+private:
+    struct Entry {
+        uint64_t key = 0;
+        std::shared_ptr<const std::vector<int>> tokens;
+    };
+    int min_len_;
+    uint64_t next_key_ = 1;
+    std::vector<Entry> entries_;  // planned; pruned of those the pool no longer holds
+};
 
 // ---------------------------------------------------------------------------
 // The job

@@ -1,9 +1,10 @@
-/* The C API of staticlm, version 2: load a model, run sessions (prefill /
+/* The C API of staticlm, version 3: load a model, run sessions (prefill /
  * append / decode over a static KV cache), tokenize and detokenize, sample,
  * generate with a streaming callback (log-probabilities and logits on
- * request), score continuations, render chat templates, run batched
- * sessions (many requests decoded together), abort a running call, and save
- * and restore a session's state.
+ * request), constrain the output to a JSON Schema or a GBNF grammar, score
+ * continuations, render chat templates, run batched sessions (many requests
+ * decoded together, shared prompt prefixes computed once), abort a running
+ * call, and save and restore a session's state.
  *
  * Contract (docs/EMBEDDING.md says the same at length):
  * - Errors. Calls that can fail return an slm_status (SLM_OK = 0); calls that
@@ -19,7 +20,7 @@
  *   at their defaults). Nothing is removed or changed, so the soname stays
  *   libstaticlm.so.1 and a program built against an older library runs
  *   against a newer one. Symbols carry the version that added them
- *   (STATICLM_1, STATICLM_2); a *_default_params() whose struct grew gets a
+ *   (STATICLM_1, STATICLM_2, STATICLM_3); a *_default_params() whose struct grew gets a
  *   new version and keeps the old one, since it writes the struct into the
  *   caller's memory (docs/EMBEDDING.md, "ABI policy").
  * - Ownership. *_create / slm_model_load allocate, the matching *_free
@@ -66,9 +67,10 @@
 #define SLM_VERSION_PATCH 0
 #define SLM_VERSION_STRING "0.1.0"
 /* The C API's own version: 2 adds batched sessions, log-probabilities and
- * logits in generation, and scoring to 1. Every function and struct layout of
- * an older version stays valid (libstaticlm.so.1). */
-#define SLM_API_VERSION 2
+ * logits in generation, and scoring to 1; 3 adds constrained output (JSON
+ * Schema, GBNF) and a batch's prefix pool. Every function and struct layout
+ * of an older version stays valid (libstaticlm.so.1). */
+#define SLM_API_VERSION 3
 
 #if defined(_WIN32)
 #define SLM_API
@@ -489,6 +491,89 @@ SLM_API slm_status slm_batch_cancel(slm_batch* b, uint64_t id);
 SLM_API int slm_batch_slots(const slm_batch* b);
 SLM_API int slm_batch_running(const slm_batch* b);
 SLM_API int slm_batch_finished(const slm_batch* b);
+
+/* ------------------------------------------- constrained output (C API 3) */
+
+/* A JSON Schema (the subset docs/BATCH.md lists) or a GBNF grammar (root rule
+ * "root") compiled once for a model's vocabulary into a token automaton. It
+ * is immutable: any number of generations and batch requests, on any threads,
+ * use one at once. Each generation or request keeps what it uses alive, so
+ * freeing a constraint while a batch request uses it is safe. It serves the
+ * sessions and batches of the model it was made with (the same slm_model);
+ * others refuse it. */
+typedef struct slm_constraint slm_constraint;
+
+/* text: len bytes (no NUL needed). Compile errors carry the library's kind
+ * and message, which names the keyword or construct and where it stands
+ * (exactly what `staticlm generate --json-schema` prints):
+ * SLM_ERR_UNSUPPORTED for a keyword outside the subset ("json_schema:
+ * unsupported keyword 'minimum' at $.properties.age"), a recursive $ref, a
+ * count above its limit (maxLength 1024, nesting 32), a GBNF syntax error or
+ * an undefined rule (naming the rule, or the byte); SLM_ERR_FORMAT for a
+ * schema that is not JSON; SLM_ERR_CAPACITY for an automaton beyond 65536
+ * states or 256 MiB of masks. The model needs its tokenizer. */
+SLM_API slm_status slm_constraint_json_schema(const slm_model* model, const char* text, size_t len,
+                                              slm_constraint** out);
+SLM_API slm_status slm_constraint_grammar(const slm_model* model, const char* text, size_t len,
+                                          slm_constraint** out);
+/* NULL is ignored. Afterwards the pointer is refused (SLM_ERR_INPUT) by every
+ * call that takes a constraint, until the allocator hands it out again. */
+SLM_API void slm_constraint_free(slm_constraint* constraint);
+
+/* slm_generate with the output constrained: each step samples only tokens the
+ * constraint allows (a stop id only once the value is complete, so the
+ * generation needs a stop id: the model's EOS ids by default); sampling,
+ * stop strings and callbacks are as slm_generate's, and log-probabilities
+ * stay the model's (unmasked). JSON comes out compact (no white space).
+ * *complete (may be NULL): 1 when the output is a complete value, 0 when the
+ * generation stopped inside one (SLM_STOP_MAX_TOKENS: "length" with
+ * incomplete JSON, SLM_STOP_CAPACITY, a stop string, an abort). */
+SLM_API slm_status slm_generate_constrained(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                                            const slm_generate_params* params, const slm_constraint* constraint,
+                                            slm_generate_result* result, int* complete);
+
+/* slm_batch_submit with the request's output constrained, as
+ * slm_generate_constrained's; the request keeps the constraint alive. */
+SLM_API slm_status slm_batch_submit_constrained(slm_batch* b, const slm_batch_request* request,
+                                                const slm_constraint* constraint, uint64_t* id);
+/* Of the result the last slm_batch_collect returned: 1 a complete value, 0 a
+ * constrained request that stopped inside one (incomplete JSON), -1 an
+ * unconstrained request, nothing collected, or NULL. */
+SLM_API int slm_batch_collected_complete(const slm_batch* b);
+
+/* ------------------------------------------- a batch's prefix pool (C API 3) */
+
+/* Requests that start with the same run of tokens (a system prompt, a few-shot
+ * block) compute its K/V once: the pool keeps runs that earlier requests
+ * computed, and a request whose prompt starts with at least min_tokens of one
+ * copies them into its slot and computes only the rest. Results are
+ * bit-identical with the pool on and off: a run is shared only where every row
+ * is computed exactly as without it (docs/BATCH.md, "Shared prefixes"). A
+ * request that shares no run becomes one (its prompt less its last token); a
+ * full pool gives up its least recently used runs. Everything is allocated at
+ * creation. */
+typedef struct slm_batch_prefix_params {
+    size_t size;     /* sizeof(slm_batch_prefix_params) */
+    int pool_tokens; /* -1: max_seq; 0: no pool; else positions of K/V the pool holds */
+    int min_tokens;  /* 32: the shortest run worth sharing (>= 1) */
+} slm_batch_prefix_params;
+
+SLM_API slm_batch_prefix_params slm_batch_default_prefix_params(void);
+/* slm_batch_create with a prefix pool (prefix NULL: the defaults above). The
+ * slots' caches and the pool must fit in this machine's memory
+ * (SLM_ERR_CAPACITY naming the pool otherwise, before anything is allocated). */
+SLM_API slm_status slm_batch_create_with_prefix(slm_model* model, const slm_batch_params* params,
+                                                const slm_batch_prefix_params* prefix, slm_batch** out);
+
+/* A batch's prompt work since it was made, in token positions. */
+typedef struct slm_batch_counters {
+    size_t size;              /* set to sizeof(slm_batch_counters) before the call */
+    int64_t prompt_positions; /* prompt rows computed (the pool's runs included) */
+    int64_t shared_positions; /* prompt rows copied from the pool instead */
+    int64_t prefixes;         /* runs computed into the pool */
+    int pool_tokens;          /* the pool's size (0: none) */
+} slm_batch_counters;
+SLM_API slm_status slm_batch_get_counters(const slm_batch* b, slm_batch_counters* counters);
 
 /* ------------------------------------------------------------------ chat */
 

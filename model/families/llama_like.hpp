@@ -1,5 +1,5 @@
 // Llama's readers, shared by the families whose decoder is Llama's with a few
-// changes (Qwen2, Qwen3, Mistral): each calls these and then sets what it
+// changes (Qwen2, Qwen3, Mistral, SmolLM3, Granite, Phi-3): each calls these and then sets what it
 // changes (q/k norms, biases, windows, the BOS rule). Defined in
 // model/families/llama.cpp. Internal to model/families/.
 #pragma once

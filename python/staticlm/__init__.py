@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ._errors import (AbortedError, BusyError, CapacityError, ConfigError, FormatError, InputError, InternalError,
                       IoError, ModelError, StaticlmError, Status, UnsupportedError)
+from ._constrain import Constraint
 from ._lib import library_path, lib as _clib
 from ._model import Detokenizer, Model, Sampler, weights_names
 from ._session import Chat, Session, TextStream
@@ -32,13 +33,13 @@ def max_threads() -> int:
 
 # Public names read as staticlm.X in reprs and tracebacks.
 for _cls in (AbortedError, BusyError, CapacityError, ConfigError, FormatError, InputError, InternalError, IoError,
-             ModelError, StaticlmError, Status, UnsupportedError, Detokenizer, Model, Sampler, Chat, Session,
-             TextStream, Generation, StopReason):
+             ModelError, StaticlmError, Status, UnsupportedError, Constraint, Detokenizer, Model, Sampler, Chat,
+             Session, TextStream, Generation, StopReason):
     _cls.__module__ = __name__
 del _cls
 
 __all__ = [
-    "AbortedError", "BusyError", "CapacityError", "Chat", "ConfigError", "Detokenizer", "FormatError", "Generation",
+    "AbortedError", "BusyError", "CapacityError", "Chat", "ConfigError", "Constraint", "Detokenizer", "FormatError", "Generation",
     "InputError", "InternalError", "IoError", "Message", "Model", "ModelError", "Sampler", "Session",
     "StaticlmError", "Status", "StopReason", "TextStream", "UnsupportedError", "API_VERSION", "library_path",
     "max_threads", "weights_names", "__version__",

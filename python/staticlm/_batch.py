@@ -6,8 +6,12 @@ requests, slm_score_text on one extra session with all_logits.
 What differs from the command: requests are Python objects (no JSON text, so
 no line-length, nesting or malformed-JSON errors), results come back in input
 order without "line", a bad request's message starts with "request I:" (its
-0-based index) where the command's starts with "line N:", and "enable_thinking" / "hide_thinking" / "json_schema" / "grammar" are
-refused (the C API has no thinking or constrained-output option)."""
+0-based index) where the command's starts with "line N:", and "enable_thinking" / "hide_thinking" are
+refused (the C API has no thinking option). "json_schema" / "grammar" need C API 3
+(slm_constraint_*, slm_batch_submit_constrained); each distinct schema or
+grammar is compiled once per call. With prefix_pool the batch shares prompt
+prefixes as requests come (slm_batch_create_with_prefix), where the command
+plans them over the whole file: the results are the same either way."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from . import _lib
+from ._constrain import Constraint, schema_text
 from ._errors import StaticlmError, check
 from ._generate import sampler_params
 from ._types import Generation, StopReason, as_strings, check_int, cstr
@@ -120,6 +125,8 @@ class _Request:
         self.fields: dict[str, object] = {}
         self.score: list[str] | None = None
         self.choices = False
+        self.json_schema: str | None = None
+        self.grammar: str | None = None
         self.seed = 0
         self.error: _Bad | None = None
         try:
@@ -206,9 +213,20 @@ class _Request:
             elif k in ("enable_thinking", "hide_thinking"):
                 raise _Bad("unsupported", f'field "{k}" is not supported by the Python binding (the C API has '
                                           "no thinking option; use `staticlm batch`)")
-            elif k in ("json_schema", "grammar"):
-                raise _Bad("unsupported", f'field "{k}" is not supported by the Python binding (the C API has '
-                                          "no constrained-output option yet; use `staticlm batch`)")
+            elif k in ("json_schema", "grammar") and _lib.api_version < 3:
+                raise _Bad("unsupported", f'field "{k}" needs C API 3 (constrained output); '
+                                          f"{_lib.library_path()} has C API {_lib.api_version}")
+            elif k == "json_schema":
+                if not isinstance(v, Mapping):
+                    raise _bad_field(k, "a JSON Schema object", v)
+                try:  # the text in the request's member order, as the command keeps the line's
+                    self.json_schema = schema_text(v)
+                except (TypeError, ValueError) as e:
+                    raise _Bad("input", f'field "json_schema" is not JSON: {e}') from None
+            elif k == "grammar":
+                self.grammar = _string_field(k, v)
+                if not self.grammar:
+                    raise _Bad("input", 'field "grammar" is an empty string')
             elif k == "logprobs":
                 self.fields[k] = _int_field(k, v, 0, 20)
             elif k in ("score", "choices"):
@@ -232,6 +250,8 @@ class _Request:
                 raise _Bad("input", f'{what} goes with "prompt": chat requests are not scored')
             if generation_field is not None:
                 raise _Bad("input", f'field "{generation_field}" is for generation; {what} generates nothing')
+        if self.json_schema is not None and self.grammar is not None:
+            raise _Bad("input", 'give "json_schema" or "grammar", not both')
         if not have_seed:
             self.seed = request_seed(base_seed, canonical)
 
@@ -244,10 +264,15 @@ def _error_result(r: _Request, kind: str, message: str) -> dict:
 
 
 def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: int, max_seq: int, kv: str,
-              threads: int | None, seed: int, defaults: Mapping[str, object]) -> list[dict]:
+              threads: int | None, seed: int, defaults: Mapping[str, object], prefix_pool: int = 0,
+              prefix_min: int = 32) -> list[dict]:
     """See Model.batch. defaults: n_predict, temperature, top_k, top_p, min_p,
     repetition_penalty, stop — the command's flags, used where a request has no value."""
     _lib.require(2, "batch")
+    prefix_pool = check_int(prefix_pool, "prefix_pool", -1, 2**31 - 1)
+    prefix_min = check_int(prefix_min, "prefix_min", 1, 2**31 - 1)
+    if prefix_pool != 0:
+        _lib.require(3, "batch(prefix_pool=...)")
     unknown = set(defaults) - {"n_predict", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "stop"}
     if unknown:
         raise TypeError(f"batch() got unexpected defaults: {', '.join(sorted(unknown))}")
@@ -276,7 +301,7 @@ def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: 
         _run_scoring(model, scoring, results, max_seq=max_seq, kv=kv, threads=threads)
     if gen:
         _run_generation(model, gen, results, slots=slots, max_seq=max_seq, kv=kv, threads=threads,
-                        defaults=defaults)
+                        defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min)
     out: list[dict] = [res if res is not None else {} for res in results]
     for res in out:
         res["digest"] = digest(res)
@@ -345,11 +370,13 @@ class _Submitted:
         self.stops = (c_char_p * max(1, len(stops)))(*stops)
         self.n_stops = len(stops)
         self.logprobs = logprobs
+        self.constraint: Constraint | None = None
         self.submitted_at = 0.0
 
 
 def _run_generation(model: Model, pending: deque[_Request], results: list[dict | None], *, slots: int,
-                    max_seq: int, kv: str, threads: int | None, defaults: Mapping[str, object]) -> None:
+                    max_seq: int, kv: str, threads: int | None, defaults: Mapping[str, object],
+                    prefix_pool: int = 0, prefix_min: int = 32) -> None:
     bp = _lib.batch_params()
     bp.slots = slots
     bp.max_seq = max_seq
@@ -358,10 +385,18 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
         raise ValueError(f"kv must be 'f16' or 'f32', got {kv!r}")
     bp.threads = model.threads if threads is None else threads
     handle = c_void_p()
-    check(_lib.lib.slm_batch_create(model.handle, byref(bp), byref(handle)))
+    if prefix_pool != 0:
+        pp = _lib.batch_prefix_params()
+        pp.pool_tokens = prefix_pool
+        pp.min_tokens = prefix_min
+        check(_lib.lib.slm_batch_create_with_prefix(model.handle, byref(bp), byref(pp), byref(handle)))
+    else:
+        check(_lib.lib.slm_batch_create(model.handle, byref(bp), byref(handle)))
     batch = handle.value
     assert batch is not None
     running: dict[int, _Submitted] = {}
+    # Each distinct schema or grammar compiled once: its Constraint, or the error it gave.
+    constraints: dict[tuple[str, str], Constraint | StaticlmError] = {}
     try:
         while pending or running:
             while pending and len(running) < slots:
@@ -369,6 +404,19 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
                 sub = _prepare(model, r, defaults, results)
                 if sub is None:
                     continue
+                if r.json_schema is not None or r.grammar is not None:
+                    key = ("json_schema", r.json_schema) if r.json_schema is not None else ("grammar", r.grammar)
+                    if key not in constraints:
+                        try:
+                            constraints[key] = (Constraint(model, json_schema=r.json_schema) if key[0] == "json_schema"
+                                                else Constraint(model, grammar=r.grammar))
+                        except StaticlmError as e:
+                            constraints[key] = e
+                    c = constraints[key]
+                    if isinstance(c, StaticlmError):
+                        results[r.index] = _error_result(r, c.status_name, f"request {r.index}: {c.message}")
+                        continue
+                    sub.constraint = c
                 req = _lib.batch_request()
                 if sub.ids is not None:
                     req.tokens = sub.ids.ctypes.data_as(POINTER(c_int32))
@@ -385,7 +433,11 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
                 req.tag = r.index
                 rid = c_uint64()
                 sub.submitted_at = time.perf_counter()
-                status = _lib.lib.slm_batch_submit(batch, byref(req), byref(rid))
+                if sub.constraint is not None:
+                    status = _lib.lib.slm_batch_submit_constrained(batch, byref(req), sub.constraint.handle,
+                                                                   byref(rid))
+                else:
+                    status = _lib.lib.slm_batch_submit(batch, byref(req), byref(rid))
                 if status != 0:
                     e = _error(status)
                     results[r.index] = _error_result(r, e.status_name, e.message)
@@ -397,6 +449,9 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
             _collect(model, batch, running, results)
     finally:
         _lib.lib.slm_batch_free(batch)
+        for c in constraints.values():
+            if isinstance(c, Constraint):
+                c.close()
 
 
 def _error(status: int) -> StaticlmError:
@@ -451,6 +506,8 @@ def _collect(model: Model, batch: int, running: dict[int, _Submitted], results: 
                          "first_token_ms": float(res.first_token_seconds) * 1e3, "decode_ms": decode * 1e3,
                          "total_ms": (done - sub.submitted_at) * 1e3,
                          "decode_tok_per_s": steps / decode if decode > 0 else 0.0}
+        if sub.constraint is not None:
+            out["complete"] = _lib.lib.slm_batch_collected_complete(batch) == 1
         if r.has_meta:
             out["meta"] = r.meta
         results[r.index] = out

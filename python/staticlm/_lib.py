@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32, c_size_t,
-                    c_uint64, c_void_p)
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32, c_int64,
+                    c_size_t, c_uint64, c_void_p)
 from pathlib import Path
 from typing import Any
 
@@ -181,11 +181,34 @@ class ChatMessage(Structure):
     _fields_ = [("role", c_char_p), ("content", c_char_p)]
 
 
+class BatchPrefixParams(Structure):  # C API 3
+    _fields_ = [("size", c_size_t), ("pool_tokens", c_int), ("min_tokens", c_int)]
+
+
+class BatchCounters(Structure):  # C API 3
+    _fields_ = [
+        ("size", c_size_t),
+        ("prompt_positions", c_int64),
+        ("shared_positions", c_int64),
+        ("prefixes", c_int64),
+        ("pool_tokens", c_int),
+    ]
+
+
 def _padded(struct: type) -> type:
     """A return type with room to spare, so a library whose struct grew cannot
-    write past the buffer ctypes hands it before the size check runs (every
-    params struct is larger than 16 bytes: returned through memory)."""
+    write past the buffer ctypes hands it before the size check runs (a params
+    struct larger than 16 bytes is returned through memory). One of 16 bytes or
+    less (slm_batch_prefix_params) comes back in registers: it is its own type
+    (a C API that grew it past 16 bytes would give its call a new version)."""
+    if ctypes.sizeof(struct) <= 16:
+        return struct
     return type(f"_Padded{struct.__name__}", (Structure,), {"_fields_": [("v", struct), ("_spare", c_char * 256)]})
+
+
+def _value(returned: Any) -> Any:
+    """The struct a *_default_params() call returned (see _padded)."""
+    return getattr(returned, "v", returned)
 
 
 # (name, restype, argtypes)
@@ -259,6 +282,20 @@ _FUNCTIONS_STATE = [
     ("slm_session_load_file", c_status, [c_void_p, c_char_p]),
 ]
 
+# C API 3: constrained output, a batch's prefix pool.
+_FUNCTIONS_3 = [
+    ("slm_constraint_json_schema", c_status, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p)]),
+    ("slm_constraint_grammar", c_status, [c_void_p, c_char_p, c_size_t, POINTER(c_void_p)]),
+    ("slm_constraint_free", None, [c_void_p]),
+    ("slm_generate_constrained", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(GenerateParams),
+                                            c_void_p, POINTER(GenerateResult), POINTER(c_int)]),
+    ("slm_batch_submit_constrained", c_status, [c_void_p, POINTER(BatchRequest), c_void_p, POINTER(c_uint64)]),
+    ("slm_batch_collected_complete", c_int, [c_void_p]),
+    ("slm_batch_create_with_prefix", c_status, [c_void_p, POINTER(BatchParams), POINTER(BatchPrefixParams),
+                                                POINTER(c_void_p)]),
+    ("slm_batch_get_counters", c_status, [c_void_p, POINTER(BatchCounters)]),
+]
+
 # *_default_params() calls and the struct each returns.
 _DEFAULTS: list[tuple[str, type, list[Any]]] = [
     ("slm_model_default_params", ModelParams, []),
@@ -270,6 +307,9 @@ _DEFAULTS: list[tuple[str, type, list[Any]]] = [
 _DEFAULTS_2: list[tuple[str, type, list[Any]]] = [
     ("slm_batch_default_params", BatchParams, []),
     ("slm_batch_default_request", BatchRequest, []),
+]
+_DEFAULTS_3: list[tuple[str, type, list[Any]]] = [
+    ("slm_batch_default_prefix_params", BatchPrefixParams, []),
 ]
 
 
@@ -315,6 +355,14 @@ def _load() -> ctypes.CDLL:
             if fn is not None:
                 fn.restype = restype
                 fn.argtypes = argtypes
+    if api >= 3:
+        for name, restype, argtypes in _FUNCTIONS_3:
+            fn = getattr(lib, name, None)
+            if fn is None:
+                raise ImportError(f"staticlm: {path} has C API {api} but lacks {name}")
+            fn.restype = restype
+            fn.argtypes = argtypes
+        defaults += _DEFAULTS_3
     for name, struct, argtypes in defaults:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
@@ -360,8 +408,10 @@ def check_struct_sizes() -> None:
               ("slm_sampler_default_params", SamplerParams), ("slm_generate_default_params", GenerateParams)]
     if api_version >= 2:
         checks += [("slm_batch_default_params", BatchParams), ("slm_batch_default_request", BatchRequest)]
+    if api_version >= 3:
+        checks += [("slm_batch_default_prefix_params", BatchPrefixParams)]
     for name, struct in checks:
-        got, ours = getattr(lib, name)().v.size, _size_of(struct)
+        got, ours = _value(getattr(lib, name)()).size, _size_of(struct)
         if got < ours or got > ctypes.sizeof(struct) + 256:
             raise ImportError(f"staticlm: {library_path()}: {name}() reports a {got}-byte struct, this package "
                               f"declares {ours}: the library and the package are out of step")
@@ -372,7 +422,7 @@ check_struct_sizes()
 
 def _ours(padded: Any) -> Any:
     """The defaults as this binding's struct, with this binding's size."""
-    v = padded.v
+    v = _value(padded)
     v.size = _size_of(type(v))
     return v
 
@@ -404,6 +454,10 @@ def batch_params() -> BatchParams:
 
 def batch_request() -> BatchRequest:
     return _ours(lib.slm_batch_default_request())
+
+
+def batch_prefix_params() -> BatchPrefixParams:
+    return _ours(lib.slm_batch_default_prefix_params())
 
 
 def text(ptr: ctypes._Pointer | None, n: int) -> bytes:  # type: ignore[name-defined]

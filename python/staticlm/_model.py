@@ -19,6 +19,7 @@ from ._generate import sampler_params
 from ._types import INT32_MAX, Message, Score, check_int, cstr, message_pair
 
 if TYPE_CHECKING:
+    from ._constrain import Constraint
     from ._session import Chat, Session, TextStream
     from ._types import Generation
 
@@ -309,8 +310,15 @@ class Model:
         with self.session(max_seq, all_logits=True) as s:
             return s.score_text(prompt, continuations)
 
+    def constraint(self, *, json_schema: object = None, grammar: str | None = None) -> Constraint:
+        """A JSON Schema (a dict or its JSON text) or a GBNF grammar compiled once for
+        this model, for generate(constraint=...) (C API 3)."""
+        from ._constrain import Constraint
+        return Constraint(self, json_schema=json_schema, grammar=grammar)
+
     def batch(self, requests: Sequence[Mapping[str, object]], *, slots: int = 16, max_seq: int = 0,
-              kv: str = "f16", threads: int | None = None, seed: int = 42, **defaults: object) -> list[dict]:
+              kv: str = "f16", threads: int | None = None, seed: int = 42, prefix_pool: int = 0,
+              prefix_min: int = 32, **defaults: object) -> list[dict]:
         """Runs requests (dicts with the fields of a `staticlm batch` JSONL line) on a
         batched session of `slots` sequences and returns one result dict per request,
         in input order, with the fields of the JSONL results (docs/BATCH.md): "id",
@@ -319,11 +327,15 @@ class Model:
         without "seed" derive theirs from it and their id); defaults are its flags
         n_predict, temperature, top_k, top_p, min_p, repetition_penalty and stop.
         A bad request becomes an error result; duplicate ids raise ValueError before
-        anything runs. Needs C API 2. python/README.md lists what differs from the
-        command."""
+        anything runs. Needs C API 2. "json_schema" / "grammar" requests (C API 3) get
+        "complete" as the command writes it; each distinct schema is compiled once.
+        prefix_pool (C API 3): token positions of a prefix pool (-1: max_seq; 0: none),
+        so that requests starting with the same prefix_min or more tokens compute them
+        once; the results are the same with and without it. python/README.md lists
+        what differs from the command."""
         from ._batch import run_batch
         return run_batch(self, requests, slots=slots, max_seq=max_seq, kv=kv, threads=threads, seed=seed,
-                         defaults=defaults)
+                         defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min)
 
     def generate(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                  **options: object) -> str:
@@ -334,7 +346,11 @@ class Model:
         max_seq: the session's capacity (0: min(2048, the model's context)).
         options: temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed
             (None or absent: the model's suggested values), stop (str or list of str),
-            stop_ids, ignore_eos, on_text (callable(token, text) -> False to stop).
+            stop_ids, ignore_eos, on_text (callable(token, text) -> False to stop);
+            json_schema (a dict or its JSON text), grammar (GBNF text) or constraint
+            (a Constraint, compiled once for many calls) to constrain the output
+            (C API 3; docs/BATCH.md has the subset; Generation.complete says whether
+            the value was finished).
         """
         return self.generate_result(prompt, n_predict, max_seq=max_seq, **options).text
 

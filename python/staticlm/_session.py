@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._constrain import Constraint, pop_constraint
 from ._errors import check
 from ._generate import GenerationCall, TextCallback
 from ._model import Model, check_int_arg, ids_pointer, token_array
@@ -246,10 +247,17 @@ class Session:
         call = self._call(n_predict, on_text or user_cb, options)
         return call, ids
 
-    def _run(self, call: GenerationCall, ids: np.ndarray) -> Generation:
+    def _run(self, call: GenerationCall, ids: np.ndarray, constraint: Constraint | None = None) -> Generation:
         handle = self.handle
-        return self._run_call(call, lambda params, result: _lib.lib.slm_generate(handle, ids_pointer(ids), len(ids),
-                                                                                 params, result))
+        if constraint is None:
+            return self._run_call(call, lambda params, result: _lib.lib.slm_generate(handle, ids_pointer(ids),
+                                                                                     len(ids), params, result))
+        complete = ctypes.c_int(0)
+        c = constraint.handle
+        g = self._run_call(call, lambda params, result: _lib.lib.slm_generate_constrained(
+            handle, ids_pointer(ids), len(ids), params, c, result, ctypes.byref(complete)))
+        g.complete = bool(complete.value)
+        return g
 
     def _call(self, n_predict: int, on_text: TextCallback | None, options: dict[str, object]) -> GenerationCall:
         m = self._model
@@ -274,9 +282,17 @@ class Session:
 
     def generate_result(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256,
                         **options: object) -> Generation:
-        """As generate(), returning the Generation (text, tokens, stop reason, timings)."""
-        call, ids = self._generation(prompt, n_predict, None, dict(options))
-        return self._run(call, ids)
+        """As generate(), returning the Generation (text, tokens, stop reason, timings;
+        complete with json_schema / grammar)."""
+        opts = dict(options)
+        given = opts.get("constraint")
+        constraint = pop_constraint(self._model, opts)
+        try:
+            call, ids = self._generation(prompt, n_predict, None, opts)
+            return self._run(call, ids, constraint)
+        finally:
+            if constraint is not None and constraint is not given:  # compiled for this call
+                constraint.close()
 
     def stream(self, prompt: str | Sequence[int] | np.ndarray, n_predict: int = 256, *,
                _owned_session: bool = False, **options: object) -> TextStream:
@@ -285,6 +301,7 @@ class Session:
             opts = dict(options)
             if "on_text" in opts:
                 raise TypeError("stream() takes no on_text: iterate the stream instead")
+            constraint = pop_constraint(self._model, opts)
             ids = self._prompt(prompt)
             self._call(n_predict, None, dict(opts))  # check the options now
         except BaseException:
@@ -294,7 +311,7 @@ class Session:
 
         def start(on_text: TextCallback) -> Generation:
             call = self._call(n_predict, on_text, dict(opts))
-            return self._run(call, ids)
+            return self._run(call, ids, constraint)
         return TextStream(start, on_close=self.close if _owned_session else None)
 
 

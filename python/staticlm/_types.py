@@ -33,6 +33,8 @@ class Generation:
         prefill_seconds, first_token_seconds, decode_seconds: timings as the C API reports them.
         logprobs: with logprobs=N, per generated token {"token", "piece", "logprob", "top"}
             as `staticlm generate --logprobs N` prints them ("top" only for N >= 1).
+        complete: with json_schema / grammar, whether the text is a complete value
+            (False: it stopped inside one, e.g. at n_predict: incomplete JSON); None otherwise.
     """
 
     text: str
@@ -43,6 +45,7 @@ class Generation:
     first_token_seconds: float = 0.0
     decode_seconds: float = 0.0
     logprobs: list[dict] | None = None
+    complete: bool | None = None
 
 
 @dataclass

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -614,6 +615,14 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             const fs::path p = dirs.tmp.path / "g_dir.gguf";
             fs::create_directories(p);
             row("gguf path is a directory", ErrorKind::io, {"g_dir.gguf", "not a regular file"}, [=] { open_gguf(p); });
+        }
+        {
+            // A FIFO named .gguf: opening it without O_NONBLOCK blocked forever.
+            const fs::path p = dirs.tmp.path / "g_fifo.gguf";
+            REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+            row("gguf path is a FIFO", ErrorKind::io, {"g_fifo.gguf", "not a regular file"}, [=] { open_gguf(p); });
+            row("gguf FIFO as a model", ErrorKind::io, {"g_fifo.gguf", "not a regular file"},
+                [=] { load_model(p, LoadOptions{}); });
         }
         {
             const fs::path p = gguf("g_iq2.gguf", read_bytes(fixtures_dir() / "gguf" / "unsupported_type.gguf"));
@@ -1344,6 +1353,71 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
                 Session bad(m, o);
                 bad.prefill(std::vector<int>{1, 2, 3});
             });
+        // Logits that overflow for some contexts only: lm_head row 0 becomes
+        // c·e_j, so logit 0 is c·h_j (h = the final normed hidden state, scaled
+        // by the final norm's weights). j and c are chosen from the model itself
+        // (lm_head rows 0..71 = the identity and norm weights 1 first)
+        // so that contexts A = {1, 2, 3} and {1, 2, 3, 7} stay finite while B = {1, 2, 3, 4, 5}
+        // and C = {6, 5} overflow. A failed append leaves the session at A, a
+        // failed prefill over it leaves it empty (it had overwritten positions
+        // 0 and 1), and either continues exactly like a fresh session.
+        {
+            const fs::path untied = fixtures_dir() / "llama-gqa-llama3";  // hidden 72, vocab 320, untied
+            const size_t hidden = 72;
+            // The final norm's weights all `gain` (h scales with it), lm_head rows 0..71 w(row, col).
+            auto with_head = [&](float gain, const std::function<float(size_t row, size_t col)>& w) {
+                return dirs.copy(
+                    [&](const fs::path& p) {
+                        StFile f = StFile::read(p / "model.safetensors");
+                        for (size_t c = 0; c < hidden; ++c) f.set_f32("model.norm.weight", c, gain);
+                        for (size_t r = 0; r < hidden; ++r)
+                            for (size_t c = 0; c < hidden; ++c) f.set_f32("lm_head.weight", r * hidden + c, w(r, c));
+                        f.write(p / "model.safetensors");
+                    },
+                    untied);
+            };
+            SessionOptions o;
+            o.max_seq = 16;
+            o.prefill_buckets = {4};
+            o.append_buckets = {4};
+            o.threads = 1;
+            const auto probe =
+                load_model(with_head(1.0f, [](size_t r, size_t c) { return r == c ? 1.0f : 0.0f; }), options());
+            auto hidden_of = [&](std::vector<int> ids) {
+                Session s(probe, o);
+                const auto l = s.prefill(ids);
+                return std::vector<float>(l.begin(), l.begin() + long(hidden));
+            };
+            const auto ha = hidden_of({1, 2, 3}), hb = hidden_of({1, 2, 3, 4, 5}), hc = hidden_of({6, 5}),
+                       hd = hidden_of({1, 2, 3, 7});
+            size_t j = 0;
+            double best = 0;
+            for (size_t i = 0; i < hidden; ++i) {
+                const double r = std::min(std::fabs(hb[i]), std::fabs(hc[i])) / std::max(std::fabs(ha[i]), std::fabs(hd[i]));
+                if (r > best) best = r, j = i;
+            }
+            REQUIRE(best > 1.5);
+            const double gain = 1e6;  // h_j of order 1e6: c below stays finite
+            const float c = float(double(FLT_MAX) / gain /
+                                  std::sqrt(std::max(std::fabs(double(ha[j])), std::fabs(double(hd[j]))) *
+                                            std::min(std::fabs(hb[j]), std::fabs(hc[j]))));
+            const auto m = load_model(
+                with_head(float(gain), [&](size_t r, size_t col) { return r == 0 && col == j ? c : 0.0f; }), options());
+            Session s(m, o), fresh(m, o);
+            s.prefill(std::vector<int>{1, 2, 3});
+            CHECK_THROWS_WITH_AS(s.append(std::vector<int>{4, 5}), doctest::Contains("non-finite logits"), Error);
+            CHECK(s.pos() == 3);
+            s.decode(7);  // continues from A
+            fresh.prefill(std::vector<int>{1, 2, 3, 7});
+            CHECK(std::vector<float>(s.logits().begin(), s.logits().end()) ==
+                  std::vector<float>(fresh.logits().begin(), fresh.logits().end()));
+            CHECK_THROWS_WITH_AS(s.prefill(std::vector<int>{6, 5}), doctest::Contains("non-finite logits"), Error);
+            CHECK(s.pos() == 0);
+            CHECK(s.tokens().empty());
+            s.append(std::vector<int>{1, 2, 3, 7});
+            CHECK(std::vector<float>(s.logits().begin(), s.logits().end()) ==
+                  std::vector<float>(fresh.logits().begin(), fresh.logits().end()));
+        }
         row("non-finite logits stop generate", ErrorKind::model, {"non-finite logits", "layer 1"}, [=] {
             const auto m = load_model(d, options());
             SessionOptions o;

@@ -41,6 +41,8 @@ for name in $v1_names; do
     grep -qx "STATICLM_1 $name" <<<"$exported" || fail "$name is not exported as STATICLM_1: $(grep " $name\$" <<<"$exported")"
 done
 grep -qx "STATICLM_2 slm_batch_create" <<<"$exported" || fail "slm_batch_create is not exported as STATICLM_2"
+grep -qx "STATICLM_2 slm_score" <<<"$exported" || fail "slm_score is not exported as STATICLM_2"
+grep -qx "STATICLM_3 slm_constraint_json_schema" <<<"$exported" || fail "slm_constraint_json_schema is not exported as STATICLM_3"
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
 [[ "$soname" == libstaticlm.so.1 ]] || fail "soname is '$soname', not libstaticlm.so.1"
 

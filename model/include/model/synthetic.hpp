@@ -1,5 +1,6 @@
 // Built-in model configs of real shapes (for synthetic benchmarks and tests)
-// used with Model::synthetic: llama-3.2-1b, gemma-4-e2b, tiny-llama.
+// used with Model::synthetic; the shapes are declared by the family
+// descriptors (FamilyDescriptor::synthetic, e.g. llama-3.2-1b, qwen3-0.6b).
 #pragma once
 
 #include <string>
