@@ -247,6 +247,10 @@ int cmd_batch(const Args& a) {
     if (a.has("verify-against")) return cmd_verify_against(a);
     if (a.has("merge")) return cmd_merge(a);
     if (!a.positional().empty()) throw UsageError("batch takes no positional arguments (did you mean --merge?)");
+    if (a.has("spec"))
+        throw UsageError("batch does not take --spec '" + a.str("spec") +
+                         "': speculative decoding runs in generate and chat, one sequence at a time (batch decodes "
+                         "its slots together instead)");
     if (!a.has("input") || !a.has("output"))
         throw UsageError("batch needs --input FILE and --output FILE ('-' for stdin / stdout)");
 

@@ -214,6 +214,10 @@ std::vector<FlagSpec> generation_flags(int default_n) {
         {"n-predict", "n", "N", "tokens to generate (-1: until EOS or the context is full)", std::to_string(default_n)},
         {"stop", "", "TEXT", "stop when TEXT appears (not printed)", "", {}, true},
         {"ignore-eos", "", "", "do not stop at the model's EOS tokens", ""},
+        {"spec", "", "ngram[:N]",
+         "prompt-lookup speculative decoding, drafting up to N tokens (1..64) copied from the prompt and text so "
+         "far (generate and chat; docs/RUNTIME.md)",
+         "off; N: 8"},
     };
 }
 
