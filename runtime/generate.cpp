@@ -52,6 +52,9 @@ struct RowSink {
     }
 };
 
+// The most decode steps in a row without drafting after rejected drafts.
+constexpr int kMaxCooldown = 16;
+
 int largest_bucket(const std::vector<int>& buckets) {
     int q = 1;
     for (int b : buckets) q = std::max(q, b);
@@ -230,16 +233,25 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
     }
     // The last sampled token is not in the cache yet: each step appends it.
     const int largest_append = largest_bucket(session.options().append_buckets);
+    // Draft control, so that text with nothing to copy runs at decode speed:
+    // after a draft rejected at its first token, the next `cool` steps
+    // (1, 2, 4 .. kMaxCooldown, doubling while rejections follow each other)
+    // do not draft; the draft length is at most `budget`, which doubles (up
+    // to max_draft) after a fully accepted draft and drops to one more than
+    // the tokens accepted after a partial one.
+    int budget = spec.max_draft, cool = 0, skip = 0;
     while (!done && int(r.tokens.size()) < max_tokens) {
         if (session.pos() >= session.max_seq()) {
             r.reason = StopReason::capacity;
             break;
         }
         int k = 0;  // tokens drafted
-        if (speculate) {
+        if (speculate && skip > 0) {
+            --skip;
+        } else if (speculate) {
             // Room for the draft: the output still allowed, the cache, one
             // append block (a ring can then rewind all of it).
-            const int room = std::min({spec.max_draft, max_tokens - int(r.tokens.size()) - 1,
+            const int room = std::min({budget, max_tokens - int(r.tokens.size()) - 1,
                                        session.max_seq() - session.pos() - 1, largest_append - 1});
             if (room > 0) k = ngram_draft(history, spec, std::span<int>(run.data() + 1, size_t(room)));
             for (int i = 1; i <= k; ++i)
@@ -274,6 +286,10 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
             if (done || !accepted) break;
         }
         if (k > j) session.rewind(k - j);
+        // j: drafted tokens accepted (unless it ended on one: then unused).
+        cool = j == 0 ? std::min(cool > 0 ? 2 * cool : 1, kMaxCooldown) : 0;
+        skip = cool;
+        budget = j == k ? std::min(2 * budget, spec.max_draft) : j + 1;
     }
     if (stream && r.reason != StopReason::stop_string) {
         r.text += stream->flush();
