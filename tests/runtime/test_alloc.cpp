@@ -180,6 +180,47 @@ TEST_CASE("generate(): logprobs allocate nothing per token") {
     }
 }
 
+// generate() with speculation: the draft, its verification append with
+// per-row logits, the acceptance rule and the rewinds allocate nothing per
+// step (everything is sized before the loop). A prompt that repeats gives
+// drafts to verify; the long run must verify some.
+TEST_CASE("generate(): speculative decoding allocates nothing per token") {
+    LoadOptions lo;
+    lo.weights = WeightType::q8;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(test::fixtures_dir() / "llama-gqa-llama3", lo);
+    SessionOptions so;
+    so.max_seq = 128;
+    so.prefill_buckets = {8, 16};
+    so.append_buckets = {4, 16};
+    so.threads = 2;
+    so.all_logits = true;
+    Session s(model, so);
+    const std::vector<int> prompt = {5, 42, 7, 99, 5, 42, 7, 99, 5, 42, 7};
+    for (float temperature : {0.0f, 0.9f}) {
+        auto run = [&](int n, GenerateStats* stats) {
+            GenerateOptions o;
+            o.max_tokens = n;
+            o.stop_ids = {-1};
+            o.sampling.temperature = temperature;
+            o.speculation.max_draft = 6;
+            s.reset();
+            Counting c;
+            const GenerateResult r = generate(s, nullptr, prompt, o);
+            const long count = c.count();
+            CHECK(r.tokens.size() == size_t(n));
+            if (stats) *stats = r.stats;
+            return count;
+        };
+        run(4, nullptr);  // warm-up
+        GenerateStats stats;
+        const long short_run = run(4, nullptr), long_run = run(96, &stats);
+        CHECK_MESSAGE(short_run == long_run, "temperature ", temperature, ": ", short_run, " vs ", long_run);
+        CHECK(stats.draft_steps > 3);
+    }
+}
+
 TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
                           WeightType::q6k, WeightType::q4a, WeightType::q5a}) {
