@@ -269,8 +269,17 @@ GenerateResult generate(Session& session, const Tokenizer* tokenizer, std::span<
         // disagreement is the sampler's own token. The cache then drops the
         // drafted tokens after the last one emitted.
         run[0] = r.tokens.back();
-        RowSink rs{rows.data(), session.pos(), vocab};
-        session.append(std::span<const int>(run.data(), size_t(k) + 1), LogitsSink{RowSink::fn, &rs});
+        const int before = session.pos();
+        RowSink rs{rows.data(), before, vocab};
+        try {
+            session.append(std::span<const int>(run.data(), size_t(k) + 1), LogitsSink{RowSink::fn, &rs});
+        } catch (const Error&) {
+            // An abort keeps the blocks it completed: no drafted token stays
+            // (a decode step that fails keeps nothing either).
+            const int n = session.pos() - before;
+            if (n > 0 && n <= session.max_rewind()) session.rewind(n);
+            throw;
+        }
         ++r.stats.draft_steps;
         r.stats.drafted_tokens += k;
         int j = 0;
