@@ -40,6 +40,8 @@ uint64_t layout(std::span<const KvLayerSpec> layers, int max_seq, KvType type, b
                 int q_max, std::vector<LayerLayout>& out) {
     if (max_seq < 1)
         throw Error(ErrorKind::config, "max_seq must be >= 1, got " + std::to_string(max_seq));
+    if (type != KvType::f16 && type != KvType::f32 && type != KvType::q8)
+        throw Error(ErrorKind::config, "KV type " + std::to_string(int(type)) + " is not f16, f32 or q8");
     out.assign(layers.size(), LayerLayout{});
     uint64_t total = 0;
     for (size_t il = 0; il < layers.size(); ++il) {

@@ -78,7 +78,7 @@ TEST_CASE("kv cache: a q8 cache stores each row as the quantizer writes it") {
     }
     c.store(kernels::table(), 0, 5, 2, k.data(), v.data(), ld);  // positions 5, 6
     std::vector<std::byte> want(row);
-    std::vector<float> back(size_t(hd));
+    std::vector<float> back(static_cast<size_t>(hd));
     for (int i = 0; i < 2; ++i)
         for (int h = 0; h < n_kv; ++h) {
             const size_t at = (size_t(h) * max_seq + size_t(5 + i)) * row;

@@ -120,9 +120,12 @@ TEST_CASE("split invariance: any prefill/append/decode split gives the same logi
         for (WeightType w : {WeightType::q8, WeightType::q4k, WeightType::q6k})
             check_split_invariance(test::fixtures_dir() / name, w, KvType::f32, 40, 16);
     check_split_invariance(test::fixtures_dir() / "llama-tied", WeightType::f32, KvType::f16, 40);
+    for (const char* name : {"llama-gqa-llama3", "gemma4-e2b-like-causal"})
+        for (WeightType w : {WeightType::f32, WeightType::q8})
+            check_split_invariance(test::fixtures_dir() / name, w, KvType::q8, 40);
     if (test::have_shared_data("stories260K split invariance"))
         for (WeightType w : {WeightType::f32, WeightType::f16, WeightType::q8, WeightType::q4})
-            for (KvType kv : {KvType::f32, KvType::f16})
+            for (KvType kv : {KvType::f32, KvType::f16, KvType::q8})
                 check_split_invariance(test::shared_data() / "stories260K-hf", w, kv, 48);
 }
 

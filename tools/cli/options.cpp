@@ -18,9 +18,8 @@
 namespace staticlm::cli {
 
 KvType parse_kv(const std::string& kv, const std::string& flag) {
-    for (KvType t : {KvType::f16, KvType::f32})
-        if (kv == kv_type_name(t)) return t;
-    throw UsageError(flag + " must be f16 or f32, got '" + kv + "'");
+    if (const std::optional<KvType> t = parse_kv_type(kv)) return *t;
+    throw UsageError(flag + " must be f16, f32 or q8, got '" + kv + "'");
 }
 
 namespace {
