@@ -92,7 +92,8 @@ struct Counting {
     long count() const { return g_allocs.load(); }
 };
 
-void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act_bits = 8) {
+void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act_bits = 8,
+                         KvType kv = KvType::f16) {
     LoadOptions lo;
     lo.weights = w;
     lo.act_bits = act_bits;
@@ -107,6 +108,7 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
     so.prefill_buckets = {8, 16};
     so.append_buckets = {4};
     so.threads = 2;
+    so.kv = kv;
     Session s(model, so);
     SamplingOptions sampling;
     sampling.temperature = 0.7f;
@@ -140,7 +142,8 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
         s.load_state(std::span<const std::byte>(state.data(), bytes));
         n = c.count();
     }
-    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), ": ", n, " heap allocations");
+    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), " kv ", kv_type_name(kv), ": ", n,
+                  " heap allocations");
 }
 
 }  // namespace
@@ -229,6 +232,9 @@ TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     }
     check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q8, 16);
     check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", WeightType::q4k, 16);
+    // The q8 KV cache: store() quantizes in place, attention reads it in registers.
+    check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q8, 8, KvType::q8);
+    check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", WeightType::q8, 8, KvType::q8);
 }
 
 namespace {
