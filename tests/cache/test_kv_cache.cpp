@@ -93,6 +93,39 @@ TEST_CASE("kv cache: a q8 cache stores each row as the quantizer writes it") {
         }
 }
 
+TEST_CASE("kv cache: q8 rows copy and save with their scales, bit for bit") {
+    const int hd = 40, max_seq = 16;
+    const std::vector<KvLayerSpec> specs = {{2, hd, 0, 0}, {1, 72, 1, 0}};
+    StaticKVCache a(specs, max_seq, KvType::q8, false, 4), b(specs, max_seq, KvType::q8, false, 4);
+    for (int il = 0; il < 2; ++il) {
+        const size_t ld = size_t(2 * 72);
+        std::vector<float> k(6 * ld), v(6 * ld);
+        for (size_t i = 0; i < k.size(); ++i) {
+            k[i] = std::sin(0.37f * float(i) + float(il));
+            v[i] = std::cos(0.11f * float(i));
+        }
+        a.store(kernels::table(), il, 0, 6, k.data(), v.data(), ld);
+    }
+    b.copy_positions(a, 1, 7, 4);  // positions 1..4 of a to 7..10 of b
+    std::vector<std::byte> sa(a.positions_bytes(0, 4)), sb(b.positions_bytes(0, 4));
+    REQUIRE(sa.size() == 2 * 2 * 4 * kernels::kv_row_bytes(KvType::q8, hd));
+    for (int il = 0; il < 2; ++il) {
+        sa.resize(a.positions_bytes(il, 4));
+        sb.resize(b.positions_bytes(il, 4));
+        a.read_positions(il, 1, 5, sa.data());
+        b.read_positions(il, 7, 11, sb.data());
+        CHECK(std::memcmp(sa.data(), sb.data(), sa.size()) == 0);
+    }
+    // A state written back lands bit for bit, and a cache of another type is refused.
+    StaticKVCache c(specs, max_seq, KvType::q8, false, 4);
+    c.write_positions(1, 1, 5, sa.data(), 1);
+    std::vector<std::byte> sc(sa.size());
+    c.read_positions(1, 1, 5, sc.data());
+    CHECK(sc == sa);
+    StaticKVCache f(specs, max_seq, KvType::f16, false, 4);
+    test::expect_error([&] { f.copy_positions(a, 0, 0, 2); }, ErrorKind::input, {"different layers or types"});
+}
+
 TEST_CASE("kv cache: store writes slot p % n_slots of each kv head, f16 and f32") {
     const int hd = 16, n_kv = 1, max_seq = 64, q_max = 3;
     const std::vector<KvLayerSpec> specs = {{2, 8, 0, 0}, {n_kv, hd, 1, 4}};
