@@ -383,6 +383,8 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
     bp.kv = KV_TYPES.get(kv, -1)
     if bp.kv < 0:
         raise ValueError(f"kv must be 'f16', 'f32' or 'q8', got {kv!r}")
+    if kv == "q8":
+        _lib.require(3, "kv='q8'")
     bp.threads = model.threads if threads is None else threads
     handle = c_void_p()
     if prefix_pool != 0:

@@ -88,6 +88,8 @@ class Session:
         p.max_seq = check_int_arg(max_seq, "max_seq")
         if kv not in KV_TYPES:
             raise ValueError(f"kv must be 'f16', 'f32' or 'q8', got {kv!r}")
+        if kv == "q8":
+            _lib.require(3, "kv='q8'")
         p.kv = KV_TYPES[kv]
         p.threads = model.threads if threads is None else check_int_arg(threads, "threads")
         p.ring_sliding = 1 if ring_sliding else 0
