@@ -40,7 +40,8 @@ uint64_t layout(std::span<const KvLayerSpec> layers, int max_seq, KvType type, b
                 int q_max, std::vector<LayerLayout>& out) {
     if (max_seq < 1)
         throw Error(ErrorKind::config, "max_seq must be >= 1, got " + std::to_string(max_seq));
-    const uint64_t elem = StaticKVCache::element_bytes(type);
+    if (type != KvType::f16 && type != KvType::f32 && type != KvType::q8)
+        throw Error(ErrorKind::config, "KV type " + std::to_string(int(type)) + " is not f16, f32 or q8");
     out.assign(layers.size(), LayerLayout{});
     uint64_t total = 0;
     for (size_t il = 0; il < layers.size(); ++il) {
@@ -60,7 +61,7 @@ uint64_t layout(std::span<const KvLayerSpec> layers, int max_seq, KvType type, b
         if (ring_sliding && s.window > 0)
             l.slots = int(std::min<int64_t>(max_seq, int64_t(s.window) + int64_t(q_max)));
         l.half = align64_checked(
-            mul(mul(mul(uint64_t(s.n_kv_heads), uint64_t(l.slots)), uint64_t(s.head_dim)), elem));
+            mul(mul(uint64_t(s.n_kv_heads), uint64_t(l.slots)), StaticKVCache::row_bytes(type, s.head_dim)));
         l.offset = total;
         total = add(total, mul(2, l.half));
     }
@@ -96,7 +97,7 @@ StaticKVCache::StaticKVCache(std::span<const KvLayerSpec> layers, int max_seq, K
         if (l.slots < max_seq)
             ring_keep_.push_back(l.slots - s.window);
         else
-            bytes_per_token_ += 2 * size_t(s.n_kv_heads) * size_t(s.head_dim) * element_bytes(type);
+            bytes_per_token_ += 2 * size_t(s.n_kv_heads) * row_bytes(type, s.head_dim);
         KvView& v = views_[size_t(il)];
         v.n_slots = l.slots;
         v.n_kv_heads = s.n_kv_heads;
@@ -114,12 +115,12 @@ void StaticKVCache::store(const kernels::KernelTable& kt, int il, int pos0, int 
                           const float* v, size_t ld) {
     const KvView& view = views_[size_t(il)];
     const size_t hd = size_t(view.head_dim);
-    const size_t elem = element_bytes(type_);
+    const size_t row = row_bytes(type_, view.head_dim);
     for (int i = 0; i < t; ++i) {
         const size_t slot = size_t((pos0 + i) % view.n_slots);
         for (int h = 0; h < view.n_kv_heads; ++h) {
             // (kv head h, slot) of [n_kv_heads][n_slots][head_dim]
-            const size_t off = (size_t(h) * size_t(view.n_slots) + slot) * hd * elem;
+            const size_t off = (size_t(h) * size_t(view.n_slots) + slot) * row;
             const float* ks = k + size_t(i) * ld + size_t(h) * hd;
             const float* vs = v + size_t(i) * ld + size_t(h) * hd;
             auto* kd = static_cast<std::byte*>(view.k) + off;
@@ -127,6 +128,9 @@ void StaticKVCache::store(const kernels::KernelTable& kt, int il, int pos0, int 
             if (type_ == KvType::f16) {
                 kt.to_f16(ks, hd, reinterpret_cast<uint16_t*>(kd));
                 kt.to_f16(vs, hd, reinterpret_cast<uint16_t*>(vd));
+            } else if (type_ == KvType::q8) {
+                kernels::quantize_kv_row_q8(ks, view.head_dim, kd);
+                kernels::quantize_kv_row_q8(vs, view.head_dim, vd);
             } else {
                 std::memcpy(kd, ks, hd * sizeof(float));
                 std::memcpy(vd, vs, hd * sizeof(float));
@@ -154,13 +158,12 @@ void StaticKVCache::copy_positions(const StaticKVCache& src, int src_pos0, int d
             fail("layer " + std::to_string(il) + ": the source ring holds " + std::to_string(s.n_slots) +
                  " positions, " + std::to_string(std::min(n, d.n_slots)) + " are needed");
     }
-    const size_t elem = element_bytes(type_);
     for (size_t il = 0; il < views_.size(); ++il) {
         if (!owner_[il]) continue;
         const KvView& d = views_[il];
         const KvView& s = src.views_[il];
         const int keep = std::min(n, d.n_slots);  // a ring holds only its last n_slots positions
-        const size_t row = size_t(d.head_dim) * elem;
+        const size_t row = row_bytes(type_, d.head_dim);
         for (int h = 0; h < d.n_kv_heads; ++h) {
             // [n_kv_heads][n_slots][head_dim]: runs of consecutive slots up to a ring's wrap.
             const auto* sk = static_cast<const std::byte*>(s.k) + size_t(h) * size_t(s.n_slots) * row;
@@ -187,17 +190,17 @@ int StaticKVCache::min_slots() const {
 
 size_t StaticKVCache::positions_bytes(int il, int n_positions) const {
     const KvView& view = views_[size_t(il)];
-    return 2 * size_t(view.n_kv_heads) * size_t(n_positions) * size_t(view.head_dim) * element_bytes(type_);
+    return 2 * size_t(view.n_kv_heads) * size_t(n_positions) * row_bytes(type_, view.head_dim);
 }
 
 namespace {
 
 // Calls fn(cache row, offset in the state buffer, row bytes) for each (K/V,
 // head, position) row of positions p0 .. p1-1, where the buffer holds
-// positions buf_p0 .. p1-1 as [K, V][n_kv_heads][p1 - buf_p0][head_dim].
+// positions buf_p0 .. p1-1 as [K, V][n_kv_heads][p1 - buf_p0] rows.
 template <class Fn>
-void for_each_row(const KvView& view, size_t elem, int p0, int p1, int buf_p0, Fn&& fn) {
-    const size_t row = size_t(view.head_dim) * elem;
+void for_each_row(const KvView& view, int p0, int p1, int buf_p0, Fn&& fn) {
+    const size_t row = StaticKVCache::row_bytes(view.type, view.head_dim);
     const size_t n_buf = size_t(p1 - buf_p0);
     size_t plane = 0;  // (K/V, head) index
     for (void* base : {view.k, view.v})
@@ -212,12 +215,12 @@ void for_each_row(const KvView& view, size_t elem, int p0, int p1, int buf_p0, F
 }  // namespace
 
 void StaticKVCache::read_positions(int il, int p0, int p1, std::byte* out) const {
-    for_each_row(views_[size_t(il)], element_bytes(type_), p0, p1, p0,
+    for_each_row(views_[size_t(il)], p0, p1, p0,
                  [&](const std::byte* slot, size_t at, size_t n) { std::memcpy(out + at, slot, n); });
 }
 
 void StaticKVCache::write_positions(int il, int p0, int p1, const std::byte* in, int in_p0) {
-    for_each_row(views_[size_t(il)], element_bytes(type_), p0, p1, in_p0,
+    for_each_row(views_[size_t(il)], p0, p1, in_p0,
                  [&](std::byte* slot, size_t at, size_t n) { std::memcpy(slot, in + at, n); });
 }
 

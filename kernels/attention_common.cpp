@@ -29,6 +29,8 @@ void check_attention_args(const AttentionArgs& a) {
     if (a.t < 0) fail(ErrorKind::input, "t = " + std::to_string(a.t) + " is negative");
     if (a.t == 0) return;
     if (a.head_dim <= 0) fail(ErrorKind::input, "head_dim = " + std::to_string(a.head_dim));
+    if (a.kv_type != KvType::f16 && a.kv_type != KvType::f32 && a.kv_type != KvType::q8)
+        fail(ErrorKind::input, "kv_type " + std::to_string(int(a.kv_type)) + " is not f16, f32 or q8");
     if (a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
         fail(ErrorKind::input, "n_heads = " + std::to_string(a.n_heads) +
                                    " is not a positive multiple of n_kv_heads = " +

@@ -1,9 +1,11 @@
 // Scalar reference attention: the specification of kernels/simd/attention.cpp.
 // Two passes per (row, head): the maximum score, then exp-weights and the
 // weighted sum of V. Scores, weights and sums are accumulated in double; K/V
-// are read through the same slot mapping (position p in slot p % n_slots).
+// are read through the same slot mapping (position p in slot p % n_slots); a
+// q8 row is q · scale per block, written independently of the SIMD loads.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -16,11 +18,23 @@ namespace {
 
 // The cache row of (kv head g, position p) as doubles.
 void kv_row(const AttentionArgs& a, const void* base, int g, int p, double* dst) {
-    const size_t off = (size_t(g) * size_t(a.n_slots) + size_t(p % a.n_slots)) * size_t(a.head_dim);
-    for (int e = 0; e < a.head_dim; ++e)
-        dst[e] = a.kv_type == KvType::f16
-                     ? double(f16_to_f32(static_cast<const uint16_t*>(base)[off + size_t(e)]))
-                     : double(static_cast<const float*>(base)[off + size_t(e)]);
+    const size_t slot = size_t(g) * size_t(a.n_slots) + size_t(p % a.n_slots);
+    const auto* row = static_cast<const std::byte*>(base) + slot * kv_row_bytes(a.kv_type, a.head_dim);
+    for (int e = 0; e < a.head_dim; ++e) {
+        if (a.kv_type == KvType::q8) {
+            float scale;
+            std::memcpy(&scale, row + a.head_dim + size_t(e / kKvQ8Block) * sizeof(float), sizeof(float));
+            dst[e] = double(reinterpret_cast<const int8_t*>(row)[e]) * double(scale);
+        } else if (a.kv_type == KvType::f16) {
+            uint16_t h;
+            std::memcpy(&h, row + size_t(e) * 2, 2);
+            dst[e] = double(f16_to_f32(h));
+        } else {
+            float f;
+            std::memcpy(&f, row + size_t(e) * 4, 4);
+            dst[e] = double(f);
+        }
+    }
 }
 
 }  // namespace

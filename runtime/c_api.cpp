@@ -508,9 +508,11 @@ staticlm::SessionOptions session_options(const slm_model& model, int max_seq, sl
     so.max_seq = max_seq > 0 ? max_seq : context > 0 ? std::min(2048, context) : 2048;
     so.prefill_buckets = staticlm::default_prefill_buckets(so.max_seq);
     so.append_buckets = staticlm::default_append_buckets(so.max_seq);
-    if (kv != SLM_KV_F16 && kv != SLM_KV_F32)
-        throw Error(ErrorKind::config, "kv " + std::to_string(int(kv)) + " is not SLM_KV_F16 (0) or SLM_KV_F32 (1)");
-    so.kv = kv == SLM_KV_F32 ? staticlm::KvType::f32 : staticlm::KvType::f16;
+    if (kv != SLM_KV_F16 && kv != SLM_KV_F32 && kv != SLM_KV_Q8)
+        throw Error(ErrorKind::config, "kv " + std::to_string(int(kv)) +
+                                           " is not SLM_KV_F16 (0), SLM_KV_F32 (1) or SLM_KV_Q8 (2)");
+    // slm_kv's numbers are KvType's.
+    so.kv = staticlm::KvType(kv);
     so.threads = threads;
     if (context > 0 && so.max_seq > context)
         model.log(SLM_LOG_WARN, "max_seq " + std::to_string(so.max_seq) +

@@ -55,7 +55,8 @@ void Sampler::reset(const SamplingOptions& o) {
     std::fill(seen_.begin(), seen_.end(), -1);
 }
 
-int Sampler::sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed) {
+int Sampler::candidates(std::span<const float> logits, std::span<const int> recent,
+                        std::span<const uint64_t> allowed, int& n_out) {
     const int vocab = int(work_.size());
     ++step_;
     std::copy(logits.begin(), logits.begin() + vocab, work_.begin());
@@ -111,15 +112,62 @@ int Sampler::sample(std::span<const float> logits, std::span<const int> recent, 
         const float cut = options_.min_p * probs_[0];
         while (n > 1 && probs_[size_t(n - 1)] < cut) --n;
     }
+    n_out = n;
+    return -1;
+}
+
+double Sampler::uniform() { return double(splitmix64(state_) >> 11) * (1.0 / 9007199254740992.0); }
+
+int Sampler::sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed) {
+    int n = 0;
+    const int greedy = candidates(logits, recent, allowed, n);
+    if (greedy >= 0) return greedy;
     double total = 0;
     for (int i = 0; i < n; ++i) total += probs_[size_t(i)];
-    const double u = double(splitmix64(state_) >> 11) * (1.0 / 9007199254740992.0) * total;
+    const double u = uniform() * total;
     double acc = 0;
     for (int i = 0; i < n; ++i) {
         acc += probs_[size_t(i)];
         if (u < acc) return order_[size_t(i)];
     }
     return order_[size_t(n - 1)];
+}
+
+int Sampler::sample_draft(std::span<const float> logits, std::span<const int> recent,
+                          std::span<const uint64_t> allowed, int draft) {
+    int n = 0;
+    const int greedy = candidates(logits, recent, allowed, n);
+    if (greedy >= 0) return greedy;
+    const double u_accept = uniform(), u_resample = uniform();
+    return speculative_pick(std::span<const float>(probs_.data(), size_t(n)),
+                            std::span<const int>(order_.data(), size_t(n)), draft, u_accept, u_resample);
+}
+
+int speculative_pick(std::span<const float> weights, std::span<const int> ids, int draft, double u_accept,
+                     double u_resample) {
+    const size_t n = std::min(weights.size(), ids.size());
+    if (n == 0) throw Error(ErrorKind::input, "speculative_pick: no candidate tokens");
+    size_t at = n;  // the draft's index among the candidates
+    double total = 0, rest = 0;
+    for (size_t i = 0; i < n; ++i) {
+        total += weights[i];
+        if (ids[i] == draft && at == n)
+            at = i;
+        else
+            rest += weights[i];  // summed apart, not total - w: no cancellation
+    }
+    const double w_draft = at < n ? double(weights[at]) : 0.0;
+    if (u_accept * total < w_draft || !(rest > 0)) return at < n ? draft : ids[0];
+    const double u = u_resample * rest;
+    double acc = 0;
+    size_t last = n;
+    for (size_t i = 0; i < n; ++i) {
+        if (i == at) continue;
+        acc += weights[i];
+        last = i;
+        if (u < acc) return ids[i];
+    }
+    return ids[last];
 }
 
 }  // namespace staticlm

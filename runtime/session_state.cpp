@@ -340,7 +340,7 @@ void Session::load_state(std::span<const std::byte> in) {
                             "): another checkpoint");
     if (h.kv != uint8_t(s.options.kv))
         throw other_session(std::string("another KV cache type (saved ") +
-                            (h.kv <= uint8_t(KvType::f32) ? kv_type_name(KvType(h.kv)) : "?") +
+                            kv_type_name(KvType(h.kv)) +
                             ", this session " + kv_type_name(s.options.kv) + ")");
     if (h.max_seq != uint32_t(s.options.max_seq))
         throw other_session("another capacity (saved max_seq " + std::to_string(h.max_seq) +

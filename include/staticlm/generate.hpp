@@ -42,11 +42,25 @@ public:
     // `allowed` (a token mask, bit t of word t/64; empty: all) sets the logits
     // of every other token to -inf before any transform.
     int sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed = {});
+    // Verifies a drafted token (speculative decoding): the same distribution
+    // as sample(), computed the same way, but a token drawn as
+    // speculative_pick() does, so `draft` comes back with its probability
+    // under that distribution (greedy: the argmax, whatever the draft).
+    // The result equals `draft` exactly when the draft is accepted. Draws
+    // two numbers from the seed's stream per sampled call (sample() draws one).
+    int sample_draft(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed,
+                     int draft);
     // Starts over with new options (as a new Sampler of the same vocabulary; no allocation).
     void reset(const SamplingOptions& options);
     const SamplingOptions& options() const { return options_; }
 
 private:
+    // The transforms of sample(): -1 and the candidates order_[0, n) with
+    // unnormalised probabilities probs_[0, n), or the greedy token.
+    int candidates(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed,
+                   int& n);
+    double uniform();  // [0, 1) from the seed's stream
+
     SamplingOptions options_;
     uint64_t state_;
     std::vector<float> work_;     // [vocab] adjusted logits
@@ -55,6 +69,34 @@ private:
     std::vector<int> seen_;       // [vocab] last step a token got the penalty
     int step_ = 0;
 };
+
+// Speculative sampling with a point-mass draft: the target distribution is
+// weights[i] / sum(weights) over the tokens ids[i] (weights >= 0, in a fixed
+// order). The draft token is kept when u_accept * sum < its weight (so with
+// its probability p(draft); 0 when it is not among ids); otherwise the
+// result is drawn with u_resample from the other tokens, renormalised
+// (p(x) / (1 - p(draft))). Either way the result is distributed as the
+// target: p(draft) + 0 for the draft, (1 - p(draft)) p(x) / (1 - p(draft))
+// for any other x. u_accept and u_resample lie in [0, 1). Allocates nothing.
+int speculative_pick(std::span<const float> weights, std::span<const int> ids, int draft, double u_accept,
+                     double u_resample);
+
+// Prompt-lookup speculative decoding (docs/RUNTIME.md "Speculative decoding").
+constexpr int kMaxDraft = 64;   // largest max_draft
+constexpr int kMaxNgram = 16;   // largest max_ngram
+struct SpeculationOptions {
+    int max_draft = 0;  // N: most tokens drafted per step (0: off; 1..kMaxDraft)
+    int max_ngram = 3;  // the longest suffix matched (1..kMaxNgram)
+    int min_ngram = 1;  // the shortest suffix that may propose a draft (1..max_ngram)
+};
+
+// Drafts up to out.size() tokens for what follows `history` (prompt + text so
+// far): the most recent earlier occurrence of its last n tokens, for the
+// largest n in [min_ngram, max_ngram] that occurs, proposes the tokens that
+// followed it; a continuation that reaches the end of the history goes on
+// through the draft itself (a repeating pattern keeps repeating). Returns the
+// number of tokens written (0: no match). O(history x max_ngram), allocates nothing.
+int ngram_draft(std::span<const int> history, const SpeculationOptions& options, std::span<int> out);
 
 // The sampling settings staticlm suggests for a model when the caller gives
 // none (the CLI's defaults): temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
@@ -100,6 +142,11 @@ struct GenerateOptions {
     // only tokens the constraint allows, a stop id only once the value is
     // complete. Log-probabilities stay the model's (unmasked). Needs a stop id.
     std::shared_ptr<const Constraint> constraint;
+    // Prompt-lookup speculation (max_draft > 0): drafts are verified in one
+    // Session::append with every row's logits (the session needs all_logits).
+    // Greedy output is the output without it; sampled output has the same
+    // distribution from a different random stream (sample_draft).
+    SpeculationOptions speculation;
 };
 
 struct GenerateStats {
@@ -108,6 +155,12 @@ struct GenerateStats {
     double prefill_seconds = 0;   // the prompt's prefill/append
     double first_token_seconds = 0;  // time to first token (prefill + first sample)
     double decode_seconds = 0;    // all later decode steps
+    // Speculation (GenerateOptions::speculation): verification appends run,
+    // tokens drafted, and drafted tokens accepted.
+    int draft_steps = 0;
+    int drafted_tokens = 0;
+    int accepted_tokens = 0;
+    double acceptance_rate() const { return drafted_tokens > 0 ? double(accepted_tokens) / drafted_tokens : 0; }
     double prefill_tok_per_s() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
     double decode_tok_per_s() const {
         return decode_seconds > 0 && generated_tokens > 1 ? (generated_tokens - 1) / decode_seconds : 0;

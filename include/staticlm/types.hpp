@@ -18,7 +18,10 @@ namespace staticlm {
 #define STATICLM_WEIGHT_TYPE_VALUE_(number, name, ...) name = number,
 enum class WeightType : uint8_t { STATICLM_WEIGHT_FORMAT_LIST(STATICLM_WEIGHT_TYPE_VALUE_) };
 #undef STATICLM_WEIGHT_TYPE_VALUE_
-enum class KvType : uint8_t { f16, f32 };
+// The KV cache element types. q8: int8 values with one fp32 scale per 32
+// values of a head's row (kernels::kv_row_bytes gives the layout). The numbers
+// are the C API's slm_kv values and are recorded in saved states.
+enum class KvType : uint8_t { f16 = 0, f32 = 1, q8 = 2 };
 
 // Which arithmetic bounds a format's matmul in prefill: int8 dot products, fp32
 // FMAs, or bf16 dot products where the CPU has them (fp32 FMAs elsewhere).
@@ -40,7 +43,8 @@ const char* weight_type_name(WeightType type);            // "?" for an unknown 
 std::optional<WeightType> parse_weight_type(std::string_view name);
 std::optional<WeightType> weight_type_from_id(int id);    // the slm_weights number
 std::string weight_type_choices();                        // "q8, f16, ..., q4a or q5a"
-const char* kv_type_name(KvType type);
+const char* kv_type_name(KvType type);                    // "f16", "f32", "q8"; "?" for an unknown value
+std::optional<KvType> parse_kv_type(std::string_view name);
 
 // CPUs this process may run on (its sched_getaffinity set; at least 1).
 int available_cpus();

@@ -231,6 +231,4 @@ std::string weight_type_choices() {
     return s;
 }
 
-const char* kv_type_name(KvType type) { return type == KvType::f16 ? "f16" : "f32"; }
-
 }  // namespace staticlm

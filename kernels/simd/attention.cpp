@@ -7,11 +7,15 @@
 // fp32 rounding); scores are fp32 FMA dot products (per vector lane, then a
 // pairwise horizontal sum); per tile the running max m, sum l and output
 // accumulator are rescaled by exp(m_old - m_new); exp is xsimd's (~1 ulp);
-// out = acc / l. f16 K/V convert exactly (F16C / AVX-512 where compiled).
+// out = acc / l. f16 K/V convert exactly (F16C / AVX-512 where compiled); a
+// q8 value converts to fp32 q · scale, exactly (7-bit q, fp32 scale), and the
+// arithmetic after that is the float path's.
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/simd/schedule.hpp"
 #include "kernels/simd/simd.hpp"
@@ -32,21 +36,35 @@ using detail::kAttnMaxLanes;
 // Most threads one item's key range is split over (bounds merge_lane's stack array).
 constexpr int kMaxSplit = 64;
 
+// Scale of the q8 block holding element e of a row of n values.
+inline float q8_scale(const int8_t* row, int n, int e) {
+    float s;
+    std::memcpy(&s, row + n + size_t(e / kKvQ8Block) * sizeof(float), sizeof(float));
+    return s;
+}
+static_assert(kKvQ8Block % kW == 0, "a vector chunk of a q8 row lies in one block");
+
 // One cache row (n elements) as fp32, zero padded to d_pad, in chunks of kW:
 // chunk ci (elements ci·kW ..) goes to dst + ci·stride (stride kW: a plain row).
 void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t stride) {
     const float* sf = static_cast<const float*>(src);
     const uint16_t* sh = static_cast<const uint16_t*>(src);
+    const int8_t* sq = static_cast<const int8_t*>(src);
     int e = 0;
     for (; e + kW <= n; e += kW) {
         float* out = dst + size_t(e / kW) * stride;
         if (type == KvType::f32)
             Vec::load_unaligned(sf + e).store_unaligned(out);
-        else
+        else if (type == KvType::f16)
             vec::store(out, vec::load(sh + e));
+        else
+            vec::store(out, vec::mul(vec::load_i8(sq + e), vec::set1(q8_scale(sq, n, e))));
     }
     for (; e < d_pad; ++e) {
-        const float x = e >= n ? 0.0f : type == KvType::f32 ? sf[e] : f16_to_f32(sh[e]);
+        const float x = e >= n                ? 0.0f
+                        : type == KvType::f32 ? sf[e]
+                        : type == KvType::f16 ? f16_to_f32(sh[e])
+                                              : float(sq[e]) * q8_scale(sq, n, e);
         dst[size_t(e / kW) * stride + size_t(e % kW)] = x;
     }
 }
@@ -163,7 +181,7 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
     const AttentionArgs& a = *c.a;
     const int d = a.head_dim, d_pad = c.d_pad, tile = c.tile;
     const size_t kv_base = size_t(it.g) * size_t(a.n_slots);
-    const size_t elem = a.kv_type == KvType::f16 ? 2 : 4;
+    const size_t row_bytes = kv_row_bytes(a.kv_type, d);
     const auto* kc = static_cast<const std::byte*>(a.k);
     const auto* vc = static_cast<const std::byte*>(a.v);
     float* kt = ts + c.lay.kt;
@@ -176,7 +194,7 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
         const int nk = std::min(tile, kend - kb);
         int slot = kb % a.n_slots;
         for (int j = 0; j < nk; ++j) {
-            const size_t off = (kv_base + size_t(slot)) * size_t(d) * elem;
+            const size_t off = (kv_base + size_t(slot)) * row_bytes;
             load_row(kc + off, a.kv_type, d, d_pad, kt + size_t(j / kW) * kW * d_pad + (j % kW) * kW,
                      size_t(kW) * kW);
             load_row(vc + off, a.kv_type, d, d_pad, vt + size_t(j) * d_pad, kW);
@@ -234,32 +252,44 @@ constexpr int kAccRegs = kW == 16 ? 16 : 8;
 // Most lanes one score/pv block serves (8 accumulators + K chunk + q fit AVX2).
 constexpr int kMaxBlockHeads = 8;
 
-inline Vec load_kv(const float* p) { return Vec::load_unaligned(p); }
-inline Vec load_kv(const uint16_t* p) { return vec::to_batch(vec::load(p)); }
-inline float to_f32(float x) { return x; }
-inline float to_f32(uint16_t x) { return f16_to_f32(x); }
-// The first n < kW elements, zero filled: a row's tail when head_dim % kW != 0
-// (never read past the row: the last row may end the cache).
+// Elements e .. e + kW of a row of d values (e + kW <= d).
+inline Vec load_kv(const float* row, int e, int) { return Vec::load_unaligned(row + e); }
+inline Vec load_kv(const uint16_t* row, int e, int) { return vec::to_batch(vec::load(row + e)); }
+inline Vec load_kv(const int8_t* row, int e, int d) {
+    return vec::to_batch(vec::mul(vec::load_i8(row + e), vec::set1(q8_scale(row, d, e))));
+}
+inline float to_f32(const float* row, int e, int) { return row[e]; }
+inline float to_f32(const uint16_t* row, int e, int) { return f16_to_f32(row[e]); }
+inline float to_f32(const int8_t* row, int e, int d) { return float(row[e]) * q8_scale(row, d, e); }
+// Row elements in T units from one row to the next (q8: values and scales).
 template <class T>
-inline Vec load_kv_part(const T* p, int n) {
+constexpr size_t row_len(int d) {
+    return kv_row_bytes(std::is_same_v<T, float> ? KvType::f32 : std::is_same_v<T, uint16_t> ? KvType::f16 : KvType::q8, d) /
+           sizeof(T);
+}
+// Elements e .. d - 1 (fewer than kW), zero filled: a row's tail when
+// head_dim % kW != 0 (never read past the row: the last row may end the cache).
+template <class T>
+inline Vec load_kv_part(const T* row, int e, int d) {
     alignas(64) float tmp[kW] = {};
-    for (int i = 0; i < n; ++i) tmp[i] = to_f32(p[i]);
+    for (int i = 0; i < d - e; ++i) tmp[i] = to_f32(row, e + i, d);
     return Vec::load_aligned(tmp);
 }
 
-// Partial dot products of NH lanes with KJ consecutive keys (rows d apart),
+// Partial dot products of NH lanes with KJ consecutive keys (rows row_len apart),
 // one vector per (lane, key), stored to red[h][jj + key]: KJ keys share each
 // q load and give NH·KJ independent FMA chains.
 template <int NH, int KJ, class T>
 inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red, int jj) {
     const int d_full = d / kW * kW;
+    const size_t ld = row_len<T>(d);
     Vec acc[KJ][NH];
     for (int j = 0; j < KJ; ++j)
         for (int h = 0; h < NH; ++h) acc[j][h] = Vec(0.0f);
     int e = 0;
     for (; e < d_full; e += kW) {
         Vec kv[KJ];
-        for (int j = 0; j < KJ; ++j) kv[j] = load_kv(k + size_t(j) * size_t(d) + e);
+        for (int j = 0; j < KJ; ++j) kv[j] = load_kv(k + size_t(j) * ld, e, d);
         for (int h = 0; h < NH; ++h) {
             const Vec qv = Vec::load_unaligned(q + size_t(h) * d_pad + e);
             for (int j = 0; j < KJ; ++j) acc[j][h] = xsimd::fma(qv, kv[j], acc[j][h]);
@@ -267,7 +297,7 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
     }
     if (e < d) {
         for (int j = 0; j < KJ; ++j) {
-            const Vec kv = load_kv_part(k + size_t(j) * size_t(d) + e, d - e);
+            const Vec kv = load_kv_part(k + size_t(j) * ld, e, d);
             for (int h = 0; h < NH; ++h)
                 acc[j][h] = xsimd::fma(Vec::load_unaligned(q + size_t(h) * d_pad + e), kv, acc[j][h]);
         }
@@ -276,7 +306,7 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
         for (int h = 0; h < NH; ++h) acc[j][h].store_unaligned(red + (h * kW + jj + j) * kW);
 }
 
-// s[h][j] = q_h · k_j for NH lanes and keys j < nk of a tile (rows d apart).
+// s[h][j] = q_h · k_j for NH lanes and keys j < nk of a tile (rows row_len<T>(d) apart).
 // q: [NH][d_pad] scaled queries (stride d_pad); s: [NH][stile]; red: [NH][kW][kW].
 // Partial sums are parked in red and every kW keys reduced by hsum_rows;
 // entries nk .. round_up(nk, kW) are left stale. With prefetch_v the tile's V
@@ -289,17 +319,17 @@ template <int NH, class T>
 void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk, float* s,
                 int stile, float* red, bool prefetch_v) {
     constexpr int kKeys = std::min(4, kAccRegs / NH);
-    const size_t row_bytes = size_t(d) * sizeof(T);
+    const size_t ld = row_len<T>(d), row_bytes = ld * sizeof(T);
     for (int j0 = 0; j0 < nk; j0 += kW) {
         const int nj = std::min(kW, nk - j0);
-        const char* vb = reinterpret_cast<const char*>(v + size_t(j0) * size_t(d));
+        const char* vb = reinterpret_cast<const char*>(v + size_t(j0) * ld);
         if (prefetch_v)
             for (size_t b = 0; b < size_t(nj) * row_bytes; b += 64) __builtin_prefetch(vb + b, 0, 3);
-        const T* kr = k + size_t(j0) * size_t(d);
+        const T* kr = k + size_t(j0) * ld;
         int jj = 0;
         for (; jj + kKeys <= nj; jj += kKeys)
-            score_keys<NH, kKeys>(q, d_pad, kr + size_t(jj) * size_t(d), d, red, jj);
-        for (; jj < nj; ++jj) score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * size_t(d), d, red, jj);
+            score_keys<NH, kKeys>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
+        for (; jj < nj; ++jj) score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
         for (int h = 0; h < NH; ++h) {
             Vec rows[kW];
             for (int i = 0; i < kW; ++i) rows[i] = Vec::load_unaligned(red + (h * kW + i) * kW);
@@ -310,7 +340,7 @@ void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk
 
 // acc[h][e0 .. e0 + NC·kW) = corr[h] · acc[h][..] + Σ_{j < nk} p[h][j] · v_j[..] for
 // NG lanes: V chunks converted once, NG × NC accumulators in registers.
-// acc: [NG][d_pad]; p: [NG][stile]; v rows d apart; kPart: one chunk of the
+// acc: [NG][d_pad]; p: [NG][stile]; v rows row_len<T>(d) apart; kPart: one chunk of the
 // row's last d - e0 < kW elements.
 template <int NG, int NC, bool kPart, class T>
 void pv_tile(float* acc, int d_pad, const float* p, int stile, const float* corr, const T* v,
@@ -321,11 +351,12 @@ void pv_tile(float* acc, int d_pad, const float* p, int stile, const float* corr
         for (int c = 0; c < NC; ++c)
             a[h][c] = Vec::load_unaligned(acc + size_t(h) * d_pad + e0 + c * kW) * cv;
     }
-    const T* vr = v + e0;
+    const T* vr = v;
+    const size_t ld = row_len<T>(d);
     // One V chunk live at a time: converting all NC first spilled on AVX2 (NG 1, NC 8).
-    for (int j = 0; j < nk; ++j, vr += d) {
+    for (int j = 0; j < nk; ++j, vr += ld) {
         for (int c = 0; c < NC; ++c) {
-            const Vec vv = kPart ? load_kv_part(vr, d - e0) : load_kv(vr + c * kW);
+            const Vec vv = kPart ? load_kv_part(vr, e0, d) : load_kv(vr, e0 + c * kW, d);
             for (int h = 0; h < NG; ++h)
                 a[h][c] = xsimd::fma(Vec(p[size_t(h) * stile + j]), vv, a[h][c]);
         }
@@ -376,8 +407,9 @@ void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend)
     static_assert(kMaxBlockHeads == 8, "for_lane_blocks takes blocks of at most 8 lanes");
     const AttentionArgs& a = *c.a;
     const int d = a.head_dim, d_pad = c.d_pad, stile = c.stile, n = it.n;
-    const T* kc = static_cast<const T*>(a.k) + size_t(it.g) * size_t(a.n_slots) * size_t(d);
-    const T* vc = static_cast<const T*>(a.v) + size_t(it.g) * size_t(a.n_slots) * size_t(d);
+    const size_t ld = row_len<T>(d);
+    const T* kc = static_cast<const T*>(a.k) + size_t(it.g) * size_t(a.n_slots) * ld;
+    const T* vc = static_cast<const T*>(a.v) + size_t(it.g) * size_t(a.n_slots) * ld;
     const float* qs = ts + c.lay.qs;  // [lanes][d_pad]
     float* acc = ts + c.lay.acc;      // [lanes][d_pad]
     float* ps = ts + c.lay.ps;        // [lanes][stile]
@@ -392,8 +424,8 @@ void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend)
         // A tile never wraps around the ring, so its rows are contiguous.
         const int slot = kb % a.n_slots;
         const int nk = std::min({stile, kend - kb, a.n_slots - slot});
-        const T* kt = kc + size_t(slot) * size_t(d);
-        const T* vt = vc + size_t(slot) * size_t(d);
+        const T* kt = kc + size_t(slot) * ld;
+        const T* vt = vc + size_t(slot) * ld;
         for_lane_blocks(n, [&](int h0, int nh) {
             const float* q = qs + size_t(h0) * d_pad;
             float* s = ps + size_t(h0) * stile;
@@ -450,6 +482,8 @@ void process_item(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
         process_keys(c, it, ts, kbeg, kend);
     else if (c.a->kv_type == KvType::f16)
         process_shared<uint16_t>(c, it, ts, kbeg, kend);
+    else if (c.a->kv_type == KvType::q8)
+        process_shared<int8_t>(c, it, ts, kbeg, kend);
     else
         process_shared<float>(c, it, ts, kbeg, kend);
 }

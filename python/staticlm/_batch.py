@@ -28,7 +28,7 @@ from . import _lib
 from ._constrain import Constraint, schema_text
 from ._errors import StaticlmError, check
 from ._generate import sampler_params
-from ._types import Generation, StopReason, as_strings, check_int, cstr
+from ._types import KV_TYPES, Generation, StopReason, as_strings, check_int, cstr
 
 if TYPE_CHECKING:
     from ._model import Model
@@ -380,9 +380,11 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
     bp = _lib.batch_params()
     bp.slots = slots
     bp.max_seq = max_seq
-    bp.kv = {"f16": 0, "f32": 1}.get(kv, -1)
+    bp.kv = KV_TYPES.get(kv, -1)
     if bp.kv < 0:
-        raise ValueError(f"kv must be 'f16' or 'f32', got {kv!r}")
+        raise ValueError(f"kv must be 'f16', 'f32' or 'q8', got {kv!r}")
+    if kv == "q8":
+        _lib.require(3, "kv='q8'")
     bp.threads = model.threads if threads is None else threads
     handle = c_void_p()
     if prefix_pool != 0:

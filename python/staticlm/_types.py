@@ -9,6 +9,8 @@ from typing import Mapping, Sequence, Tuple, Union
 
 INT32_MAX = 2**31 - 1
 UINT64_MAX = 2**64 - 1
+# KV cache types by name: their slm_kv numbers.
+KV_TYPES = {"f16": 0, "f32": 1, "q8": 2}
 
 
 class StopReason(enum.IntEnum):

@@ -137,7 +137,7 @@ def test_failed_calls_raise_with_status_and_leave_the_session(stories):
 
 def test_bad_arguments_are_python_errors(stories):
     with pytest.raises(ValueError, match="kv"):
-        stories.session(kv="q8")
+        stories.session(kv="q4")
     with pytest.raises(staticlm.ConfigError, match="max_seq"):
         stories.session(-1)
     with pytest.raises(TypeError):

@@ -261,6 +261,15 @@ static void test_fixture(const char* src) {
     sp.max_seq = 16;
     sp.kv = (slm_kv)5;
     CHECK_ERR(slm_session_create(model, &sp, &s), SLM_ERR_CONFIG, "kv 5");
+    sp.kv = SLM_KV_Q8; /* the q8 cache runs through the C API as well */
+    CHECK(slm_session_create(model, &sp, &s) == SLM_OK);
+    {
+        const int32_t three[] = {1, 17, 200};
+        const float* l = NULL;
+        CHECK(slm_prefill(s, three, 3, &l) == SLM_OK && l != NULL && slm_pos(s) == 3);
+    }
+    slm_session_free(s);
+    s = NULL;
     sp.kv = SLM_KV_F32;
     sp.threads = 1000000;
     CHECK_ERR(slm_session_create(model, &sp, &s), SLM_ERR_CONFIG, "at most");

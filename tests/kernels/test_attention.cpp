@@ -1,10 +1,12 @@
 // Attention over a static KV cache: every runnable target against the scalar
 // reference (f16/f32 caches, head dims, GQA/MQA, blocks, windows, ring caches,
-// scales, threads), plus hand-computed cases that check the reference itself.
+// scales, threads) and q8 caches (the quantizer and the reference's reading of
+// it checked by hand), plus hand-computed cases that check the reference itself.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,27 +39,33 @@ float value(int which, int g, int p, int e) {
     return float(x & 0xFFFFFF) / float(0x7FFFFF) - 1.0f;
 }
 
-// A K or V cache [n_kv][n_slots][d], stored one element past an aligned start
-// so the kernels see a misaligned pointer. Positions 0..last are written in
+// A K or V cache [n_kv][n_slots] rows of kv_row_bytes(type, d), stored one
+// byte past an aligned start so the kernels see a misaligned pointer (a q8
+// row's fp32 scales are unaligned anyway). Positions 0..last are written in
 // order into slot p % n_slots, so a ring keeps the latest n_slots of them.
 struct Cache {
     KvType type;
-    std::vector<uint16_t> h;
-    std::vector<float> f;
+    std::vector<std::byte> bytes;
     Cache(KvType type, int which, int n_kv, int n_slots, int d, int last) : type(type) {
-        const size_t n = size_t(n_kv) * n_slots * d + 1;
-        if (type == KvType::f16) h.assign(n, 0); else f.assign(n, 0.0f);
+        const size_t row = kv_row_bytes(type, d);
+        bytes.assign(size_t(n_kv) * size_t(n_slots) * row + 1, std::byte{0});
+        std::vector<float> x(static_cast<size_t>(d));
         for (int g = 0; g < n_kv; ++g)
-            for (int p = 0; p <= last; ++p)
+            for (int p = 0; p <= last; ++p) {
+                for (int e = 0; e < d; ++e) x[size_t(e)] = value(which, g, p, e);
+                std::byte* dst = bytes.data() + 1 + (size_t(g) * n_slots + size_t(p % n_slots)) * row;
                 for (int e = 0; e < d; ++e) {
-                    const size_t i = 1 + (size_t(g) * n_slots + size_t(p % n_slots)) * d + e;
-                    const float x = value(which, g, p, e);
-                    if (type == KvType::f16) h[i] = f32_to_f16(x); else f[i] = x;
+                    if (type == KvType::f16) {
+                        const uint16_t h = f32_to_f16(x[size_t(e)]);
+                        std::memcpy(dst + 2 * size_t(e), &h, 2);
+                    } else if (type == KvType::f32) {
+                        std::memcpy(dst + 4 * size_t(e), &x[size_t(e)], 4);
+                    }
                 }
+                if (type == KvType::q8) quantize_kv_row_q8(x.data(), d, dst);
+            }
     }
-    const void* data() const {
-        return type == KvType::f16 ? static_cast<const void*>(h.data() + 1) : f.data() + 1;
-    }
+    const void* data() const { return bytes.data() + 1; }
 };
 
 struct Case {
@@ -194,7 +202,8 @@ void run_case(const Case& c) {
 
 TEST_CASE("attention reference: two keys with known scores give known weights") {
     // scores q·k·scale = 0 and ln 3 → weights 1/4 and 3/4; out = v0/4 + 3·v1/4.
-    for (KvType type : {KvType::f32, KvType::f16}) {
+    for (KvType type : {KvType::f32, KvType::f16, KvType::q8}) {
+        CAPTURE(kv_type_name(type));
         const int d = 8;
         std::vector<float> q(d, 0.0f), kf(2 * d, 0.0f), vf(2 * d, 0.0f), out(d, 0.0f);
         q[0] = 1.0f;
@@ -203,11 +212,18 @@ TEST_CASE("attention reference: two keys with known scores give known weights") 
         vf[d + 1] = 8.0f;  // v1 = 8 e1
         std::vector<uint16_t> kh(kf.size()), vh(vf.size());
         for (size_t i = 0; i < kf.size(); ++i) kh[i] = f32_to_f16(kf[i]), vh[i] = f32_to_f16(vf[i]);
+        // q8: each row one block; 1, 4 and 8 are q = 127 times scale x/127.
+        const size_t q8_row = kv_row_bytes(KvType::q8, d);
+        std::vector<std::byte> kq(2 * q8_row), vq(2 * q8_row);
+        for (int j = 0; j < 2; ++j) {
+            quantize_kv_row_q8(kf.data() + j * d, d, kq.data() + j * q8_row);
+            quantize_kv_row_q8(vf.data() + j * d, d, vq.data() + j * q8_row);
+        }
         AttentionArgs a;
         a.q = q.data();
         a.ldq = d;
-        a.k = type == KvType::f16 ? static_cast<const void*>(kh.data()) : kf.data();
-        a.v = type == KvType::f16 ? static_cast<const void*>(vh.data()) : vf.data();
+        a.k = type == KvType::f16 ? static_cast<const void*>(kh.data()) : type == KvType::q8 ? static_cast<const void*>(kq.data()) : kf.data();
+        a.v = type == KvType::f16 ? static_cast<const void*>(vh.data()) : type == KvType::q8 ? static_cast<const void*>(vq.data()) : vf.data();
         a.kv_type = type;
         a.n_slots = 2;
         a.out = out.data();
@@ -245,6 +261,53 @@ TEST_CASE("attention reference: two keys with known scores give known weights") 
     }
 }
 
+TEST_CASE("q8 KV rows: scale max|x|/127 per 32 values, round to nearest, exact dequantization") {
+    // 40 values: a full block with max 127 (scale exactly 1) and a block of 8.
+    std::vector<float> x(40, 0.0f);
+    x[0] = 127.0f;
+    x[1] = 0.5f;    // a tie: away from zero -> 1
+    x[2] = -1.5f;   // -> -2
+    x[3] = 2.49f;   // -> 2
+    x[31] = -127.0f;
+    x[32] = 0.25f;  // second block: max 0.5 -> scale 0.5/127
+    x[33] = -0.5f;
+    REQUIRE(kv_row_bytes(KvType::q8, 40) == size_t(40 + 2 * 4));
+    CHECK(kv_row_bytes(KvType::q8, 64) == 72);
+    CHECK(kv_row_bytes(KvType::f16, 64) == 128);
+    std::vector<std::byte> row(kv_row_bytes(KvType::q8, 40));
+    quantize_kv_row_q8(x.data(), 40, row.data());
+    const auto* q = reinterpret_cast<const int8_t*>(row.data());
+    CHECK(q[0] == 127);
+    CHECK(q[1] == 1);
+    CHECK(q[2] == -2);
+    CHECK(q[3] == 2);
+    CHECK(q[4] == 0);
+    CHECK(q[31] == -127);
+    CHECK(q[32] == 64);  // 0.25 / (0.5/127) = 63.5 -> 64
+    CHECK(q[33] == -127);
+    float s0, s1;
+    std::memcpy(&s0, row.data() + 40, 4);
+    std::memcpy(&s1, row.data() + 44, 4);
+    CHECK(s0 == 1.0f);
+    CHECK(s1 == 0.5f / 127.0f);
+    std::vector<float> y(40);
+    dequantize_kv_row_q8(row.data(), 40, y.data());
+    CHECK(y[1] == 1.0f);
+    CHECK(y[33] == -127.0f * (0.5f / 127.0f));
+    // An all-zero block has scale 0; a NaN poisons only its own block.
+    x[35] = NAN;
+    quantize_kv_row_q8(x.data(), 40, row.data());
+    std::memcpy(&s1, row.data() + 44, 4);
+    CHECK(std::isnan(s1));
+    CHECK(q[32] == 0);
+    CHECK(q[1] == 1);
+    std::fill(x.begin(), x.end(), 0.0f);
+    quantize_kv_row_q8(x.data(), 40, row.data());
+    std::memcpy(&s0, row.data() + 40, 4);
+    CHECK(s0 == 0.0f);
+    CHECK(q[0] == 0);
+}
+
 TEST_CASE("attention with window 1 returns each row's own value vector") {
     Case c{KvType::f32, 16, 4, 2, 7, 5, 1, 0.25f};
     const int last = c.pos0 + c.t - 1;
@@ -265,7 +328,7 @@ TEST_CASE("attention kernels match the reference on every runnable target") {
     };
     const Heads heads[] = {{3, 3}, {4, 2}, {16, 2}, {5, 1}};  // GQA 1, 2, 8 and MQA
     int n = 0;
-    for (KvType type : {KvType::f16, KvType::f32})
+    for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
         for (int d : {8, 16, 64, 80, 256, 512})
             for (Heads hd : heads)
                 for (int t : {1, 2, 7, 16, 33})
@@ -284,6 +347,7 @@ TEST_CASE("attention decode over a long context (split across threads)") {
             run_case({KvType::f16, d, 8, 1, 1, pos0, 0, 1.0f / std::sqrt(float(d))});
             run_case({KvType::f16, d, 32, 8, 1, pos0, 0, 1.0f / std::sqrt(float(d))});
             run_case({KvType::f32, d, 8, 8, 1, pos0, 1024, 1.0f});
+            run_case({KvType::q8, d, 32, 8, 1, pos0, 0, 1.0f / std::sqrt(float(d))});
         }
 }
 
@@ -298,7 +362,7 @@ TEST_CASE("attention decode: lane blocks, register chunks, tile and ring edges")
     };
     const Heads heads[] = {{6, 2}, {7, 1}, {16, 1}, {12, 4}};
     int n = 0;
-    for (KvType type : {KvType::f16, KvType::f32})
+    for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
         for (int d : {8, 48, 64, 80, 128, 256})
             for (Heads hd : heads)
                 for (int pos0 : {63, 64, 255, 256, 300})
@@ -317,8 +381,8 @@ TEST_CASE("attention: a decoded row equals the same row of a prefill block, bit 
     struct Shape {
         int d, n_heads, n_kv;
     };
-    for (KvType type : {KvType::f16, KvType::f32})
-        for (Shape sh : {Shape{64, 32, 8}, Shape{256, 8, 1}, Shape{80, 6, 2}, Shape{8, 3, 1}})
+    for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
+        for (Shape sh : {Shape{64, 32, 8}, Shape{256, 8, 1}, Shape{80, 6, 2}, Shape{8, 3, 1}, Shape{72, 4, 2}})
             for (int last : {40, 300}) {
                 const int t = 8;
                 const Cache k(type, 0, sh.n_kv, last + 1, sh.d, last), v(type, 1, sh.n_kv, last + 1, sh.d, last);

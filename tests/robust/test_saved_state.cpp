@@ -244,6 +244,8 @@ TEST_CASE(
            {"other weights", "another checkpoint"});
     expect(state_of(model, options(32, KvType::f32)),
            {"another KV cache type", "saved f32", "this session f16"});
+    expect(state_of(model, options(32, KvType::q8)),
+           {"another KV cache type", "saved q8", "this session f16"});
     expect(state_of(model, options(48)), {"another capacity", "max_seq 48", "this session 32"});
     expect(state_of(model, options(32, KvType::f16, true)),
            {"another ring option", "saved ring_sliding on"});

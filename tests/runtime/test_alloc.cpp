@@ -92,7 +92,8 @@ struct Counting {
     long count() const { return g_allocs.load(); }
 };
 
-void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act_bits = 8) {
+void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act_bits = 8,
+                         KvType kv = KvType::f16) {
     LoadOptions lo;
     lo.weights = w;
     lo.act_bits = act_bits;
@@ -107,6 +108,7 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
     so.prefill_buckets = {8, 16};
     so.append_buckets = {4};
     so.threads = 2;
+    so.kv = kv;
     Session s(model, so);
     SamplingOptions sampling;
     sampling.temperature = 0.7f;
@@ -140,7 +142,8 @@ void check_no_allocation(const std::filesystem::path& dir, WeightType w, int act
         s.load_state(std::span<const std::byte>(state.data(), bytes));
         n = c.count();
     }
-    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), ": ", n, " heap allocations");
+    CHECK_MESSAGE(n == 0, dir.filename().string(), " ", weight_type_name(w), " kv ", kv_type_name(kv), ": ", n,
+                  " heap allocations");
 }
 
 }  // namespace
@@ -180,6 +183,47 @@ TEST_CASE("generate(): logprobs allocate nothing per token") {
     }
 }
 
+// generate() with speculation: the draft, its verification append with
+// per-row logits, the acceptance rule and the rewinds allocate nothing per
+// step (everything is sized before the loop). A prompt that repeats gives
+// drafts to verify; the long run must verify some.
+TEST_CASE("generate(): speculative decoding allocates nothing per token") {
+    LoadOptions lo;
+    lo.weights = WeightType::q8;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(test::fixtures_dir() / "llama-gqa-llama3", lo);
+    SessionOptions so;
+    so.max_seq = 128;
+    so.prefill_buckets = {8, 16};
+    so.append_buckets = {4, 16};
+    so.threads = 2;
+    so.all_logits = true;
+    Session s(model, so);
+    const std::vector<int> prompt = {5, 42, 7, 99, 5, 42, 7, 99, 5, 42, 7};
+    for (float temperature : {0.0f, 0.9f}) {
+        auto run = [&](int n, GenerateStats* stats) {
+            GenerateOptions o;
+            o.max_tokens = n;
+            o.stop_ids = {-1};
+            o.sampling.temperature = temperature;
+            o.speculation.max_draft = 6;
+            s.reset();
+            Counting c;
+            const GenerateResult r = generate(s, nullptr, prompt, o);
+            const long count = c.count();
+            CHECK(r.tokens.size() == size_t(n));
+            if (stats) *stats = r.stats;
+            return count;
+        };
+        run(4, nullptr);  // warm-up
+        GenerateStats stats;
+        const long short_run = run(4, nullptr), long_run = run(96, &stats);
+        CHECK_MESSAGE(short_run == long_run, "temperature ", temperature, ": ", short_run, " vs ", long_run);
+        CHECK(stats.draft_steps > 3);
+    }
+}
+
 TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     for (WeightType w : {WeightType::f32, WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
                           WeightType::q6k, WeightType::q4a, WeightType::q5a}) {
@@ -188,6 +232,9 @@ TEST_CASE("prefill, append, decode, rewind and sampling allocate nothing") {
     }
     check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q8, 16);
     check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", WeightType::q4k, 16);
+    // The q8 KV cache: store() quantizes in place, attention reads it in registers.
+    check_no_allocation(test::fixtures_dir() / "llama-gqa-llama3", WeightType::q8, 8, KvType::q8);
+    check_no_allocation(test::fixtures_dir() / "gemma4-e2b-like-causal", WeightType::q8, 8, KvType::q8);
 }
 
 namespace {

@@ -294,7 +294,7 @@ void same_continuation(Session& a, Session& b, const std::vector<int>& ids, int 
 
 TEST_CASE("saved state: a restored session continues bit for bit") {
     for (const char* name : {"gemma4-e2b-like-causal", "gemma4-keqv-causal", "qwen2-bias-swa"})
-        for (KvType kv : {KvType::f16, KvType::f32})
+        for (KvType kv : {KvType::f16, KvType::f32, KvType::q8})
             for (bool ring : {false, true}) {
                 CAPTURE(name);
                 CAPTURE(kv_type_name(kv));

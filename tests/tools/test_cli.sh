@@ -31,6 +31,13 @@ for buckets in "" "--prefill-buckets 1" "--append-buckets 3,5" "--prefill-bucket
         >"$tmp/out.txt" 2>"$tmp/err.txt"
     check "generate exact text [$buckets]" cmp -s "$tmp/out.txt" "$expected"
 done
+# The q8 KV cache generates; an unknown cache type is a usage error naming the choices.
+"$bin" generate --model "$model" --weights f32 --temp 0 --n-predict 20 --prompt "Once" --kv q8 \
+    >"$tmp/out.txt" 2>"$tmp/err.txt"
+check "generate --kv q8 exit code" test $? -eq 0
+check "generate --kv q8 prints text" test -s "$tmp/out.txt"
+"$bin" generate --model "$model" --weights f32 --n-predict 1 --prompt "Once" --kv q4 >/dev/null 2>"$tmp/err.txt"
+check "--kv q4 refused" grep -q "kv must be f16, f32 or q8, got 'q4'" "$tmp/err.txt"
 
 # Scripted chat: one user turn per line, one reply per turn. The first reply to
 # "Once upon a time" is the greedy continuation in reference.json.

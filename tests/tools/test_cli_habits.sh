@@ -73,7 +73,7 @@ has "$tmp/out" "-n, --n-predict N" "help lists short forms"
 has "$tmp/out" "(default: 256)" "help shows defaults"
 has "$tmp/out" "(default: min(2048, the model's trained context))" "help shows the max-seq default"
 run "--version" 0 -- "$bin" --version
-grep -qE '^staticlm [0-9]+\.[0-9]+\.[0-9]+ \(C API 2' "$tmp/out" && ok || bad "--version: $(cat "$tmp/out")"
+grep -qE '^staticlm [0-9]+\.[0-9]+\.[0-9]+ \(C API 3' "$tmp/out" && ok || bad "--version: $(cat "$tmp/out")"
 
 # --- defaults derived from the model ---
 run "info defaults" 0 -- "$bin" info -m "$M" -t 2

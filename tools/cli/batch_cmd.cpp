@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -161,8 +162,11 @@ int print_plan(BatchJob& job, const Model& model, BatchEngine& engine, const Bat
     std::printf("  requests          %d usable (%d scoring, %d generating) of %d in shard %d/%d (the output is not read)\n",
                 p.requests, p.scoring, p.requests - p.scoring, job.shard_requests(), job.shard().index,
                 job.shard().count);
-    std::printf("  sequences/batch   %d (--slots), max_seq %d, KV %s\n", bo.slots, bo.session.max_seq,
-                bo.session.kv == KvType::f16 ? "f16" : "f32");
+    // A slot's cache over its max_seq positions (ring layers included, so
+    // with --ring it is an average).
+    std::printf("  sequences/batch   %d (--slots), max_seq %d, KV %s (%.1f KiB per position of a slot)\n",
+                bo.slots, bo.session.max_seq, kv_type_name(bo.session.kv),
+                double(mem.slot_caches) / double(std::max(1, bo.slots)) / double(bo.session.max_seq) / 1024.0);
     std::printf("  prefix pool       %d tokens (%s), longest prefix it can hold %d\n", mem.pool_tokens,
                 mib(mem.pool).c_str(), engine.prefix_limit());
     std::printf("  shared prefixes   %d, used by %d requests, longest %d tokens\n", p.prefixes, p.sharing_requests,
@@ -247,6 +251,10 @@ int cmd_batch(const Args& a) {
     if (a.has("verify-against")) return cmd_verify_against(a);
     if (a.has("merge")) return cmd_merge(a);
     if (!a.positional().empty()) throw UsageError("batch takes no positional arguments (did you mean --merge?)");
+    if (a.has("spec"))
+        throw UsageError("batch does not take --spec '" + a.str("spec") +
+                         "': speculative decoding runs in generate and chat, one sequence at a time (batch decodes "
+                         "its slots together instead)");
     if (!a.has("input") || !a.has("output"))
         throw UsageError("batch needs --input FILE and --output FILE ('-' for stdin / stdout)");
 

@@ -94,7 +94,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"reps", "", "R", "repetitions", "3"},
                 {"depth", "", "D[,D...]", "tokens already in the cache before the pp and tg passes, per D (llama-bench -d)", "0"},
                 {"json", "", "", "one JSON object per thread count", ""},
-                {"kv", "", "TYPE", "KV cache type: f16 or f32", "f16"},
+                {"kv", "", "TYPE", "KV cache type: f16, f32 or q8 (int8, a scale per 32 values)", "f16"},
                 {"ring", "", "", "ring storage for sliding-window layers", ""},
                 {"batch", "", "B[,B...]", "aggregate decode of B sequences together, per B (one -t N)", ""},
                 {"batch-ctx", "", "C", "--batch: context each sequence holds before decoding", "64"},
@@ -144,7 +144,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"weights", "", "TYPE", weights_choices(), kWeightsDefault},
                 kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
-                {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
+                {"kv", "", "TYPE", "KV cache type: f16, f32 or q8 (int8, a scale per 32 values)", "f32"},
                 {"prefill-buckets", "", "LIST", "prefill block sizes", "the prompt length"},
                 {"append-buckets", "", "LIST", "append block sizes", ""},
                 {"max-peir", "", "PCT", "PEIR budget in percent", "0.01 for f32 weights, else 1"},
@@ -170,7 +170,7 @@ std::map<std::string, CommandSpec> make_specs() {
                 {"weights", "", "TYPE", weights_choices(), kWeightsDefault},
                 kActBits,
                 {"threads", "t", "N", "threads (0: all CPUs)", "0"},
-                {"kv", "", "TYPE", "KV cache type: f16 or f32", "f32"},
+                {"kv", "", "TYPE", "KV cache type: f16, f32 or q8 (int8, a scale per 32 values)", "f32"},
             },
         ""};
     return m;
@@ -198,7 +198,7 @@ std::vector<FlagSpec> session_flags() {
          "min(2048, the model's trained context)", {"ctx-size"}},
         {"prefill-buckets", "", "LIST", "prompt block sizes", "64,128,256,512 up to K, and K"},
         {"append-buckets", "", "LIST", "block sizes of later chat turns", "16,32,64 up to K, and K"},
-        {"kv", "", "TYPE", "KV cache type: f16 or f32", "f16"},
+        {"kv", "", "TYPE", "KV cache type: f16, f32 or q8 (int8, a scale per 32 values)", "f16"},
         {"ring", "", "", "ring storage for sliding-window layers (less memory, limited rewind)", ""},
     };
 }
@@ -221,6 +221,10 @@ std::vector<FlagSpec> generation_flags(int default_n) {
         {"n-predict", "n", "N", "tokens to generate (-1: until EOS or the context is full)", std::to_string(default_n)},
         {"stop", "", "TEXT", "stop when TEXT appears (not printed)", "", {}, true},
         {"ignore-eos", "", "", "do not stop at the model's EOS tokens", ""},
+        {"spec", "", "ngram[:N]",
+         "prompt-lookup speculative decoding, drafting up to N tokens (1..64) copied from the prompt and text so "
+         "far (generate and chat; docs/RUNTIME.md)",
+         "off; N: 8"},
     };
 }
 

@@ -47,7 +47,12 @@ void print_model_warnings(const Model& model);
 // trained context) and the buckets to default_*_buckets(max-seq). Warns on
 // stderr when -c exceeds the trained context.
 SessionOptions session_options_from_args(const Args& a, const ModelConfig& config);
-// Sampling: suggested_sampling(model) (generation_config.json), then the flags.
+// --spec ngram[:N] (N in 1..kMaxDraft, default kDefaultDraft): the speculation
+// options; UsageError naming the value otherwise. Off without the flag.
+constexpr int kDefaultDraft = 8;
+SpeculationOptions speculation_from_args(const Args& a);
+// Sampling: suggested_sampling(model) (generation_config.json), then the flags
+// (--spec included; the session then needs all_logits: session_options_from_args sets it).
 GenerateOptions generate_options_from_args(const Args& a, const ModelConfig& config, int default_max_tokens);
 
 // Reads a text file ("-" = stdin) of at most max_bytes, refusing directories,

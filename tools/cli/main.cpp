@@ -192,6 +192,17 @@ void print_stats(const GenerateResult& r, const GenerateOptions& g, const Sessio
                  "tok/s | stopped: %s\n",
                  st.prompt_tokens, st.prefill_tok_per_s(), st.first_token_seconds * 1e3, st.generated_tokens,
                  st.decode_tok_per_s(), stop_text(r, g, s).c_str());
+    if (g.speculation.max_draft > 0) {
+        // Forward passes after the first token: one per decode or verify step;
+        // each accepted draft token saved one.
+        const int after_first = std::max(st.generated_tokens - 1, 0);
+        const int passes = after_first - st.accepted_tokens;
+        std::fprintf(stderr,
+                     "[staticlm] speculation ngram:%d: %d verify steps, %d of %d drafted tokens accepted (%.1f%%), "
+                     "%.2f tokens per forward pass\n",
+                     g.speculation.max_draft, st.draft_steps, st.accepted_tokens, st.drafted_tokens,
+                     100.0 * st.acceptance_rate(), passes > 0 ? double(after_first) / passes : 0.0);
+    }
 }
 
 const Tokenizer& require_tokenizer(const Model& model, const char* cmd) {

@@ -18,9 +18,8 @@
 namespace staticlm::cli {
 
 KvType parse_kv(const std::string& kv, const std::string& flag) {
-    for (KvType t : {KvType::f16, KvType::f32})
-        if (kv == kv_type_name(t)) return t;
-    throw UsageError(flag + " must be f16 or f32, got '" + kv + "'");
+    if (const std::optional<KvType> t = parse_kv_type(kv)) return *t;
+    throw UsageError(flag + " must be f16, f32 or q8, got '" + kv + "'");
 }
 
 namespace {
@@ -154,6 +153,27 @@ SessionOptions session_options_from_args(const Args& a, const ModelConfig& confi
     o.kv = parse_kv(a.str("kv", "f16"), a.spelled("kv"));
     o.threads = threads_from_args(a);
     o.ring_sliding = a.has("ring");
+    // Speculation verifies drafts on every row's logits.
+    o.all_logits = speculation_from_args(a).max_draft > 0;
+    return o;
+}
+
+SpeculationOptions speculation_from_args(const Args& a) {
+    SpeculationOptions o;
+    if (!a.has("spec")) return o;
+    const std::string v = a.str("spec");
+    const std::string bad = a.spelled("spec") + " takes ngram or ngram:N with N in 1.." + std::to_string(kMaxDraft) +
+                            " (the most tokens drafted per step), got '" + v + "'";
+    if (v == "ngram") {
+        o.max_draft = kDefaultDraft;
+        return o;
+    }
+    if (v.rfind("ngram:", 0) != 0) throw UsageError(bad);
+    const std::string n = v.substr(6);
+    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos) throw UsageError(bad);
+    const int draft = std::stoi(n);
+    if (draft < 1 || draft > kMaxDraft) throw UsageError(bad);
+    o.max_draft = draft;
     return o;
 }
 
@@ -191,6 +211,7 @@ GenerateOptions generate_options_from_args(const Args& a, const ModelConfig& con
     }
     // A stop id no tokenizer produces: generation then ends only by -n, a stop string or capacity.
     if (a.has("ignore-eos")) g.stop_ids = {-1};
+    g.speculation = speculation_from_args(a);
     return g;
 }
 

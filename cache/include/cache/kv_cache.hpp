@@ -1,5 +1,6 @@
 // StaticKVCache: the KV cache of one session, allocated once as one arena.
-// Layer il owns k/v views [n_kv_heads][n_slots][head_dim] (f16 or f32) unless
+// Layer il owns k/v views [n_kv_heads][n_slots] rows (head_dim f16 or f32
+// values, or q8: head_dim int8 and a scale per 32, kernels::kv_row_bytes) unless
 // its kv_source is another layer, whose views it then reads (Gemma 4 KV
 // sharing). Position p of a layer lives in slot p % n_slots: full storage has
 // n_slots = max_seq; ring storage for a sliding layer keeps window + q_max slots.
@@ -26,8 +27,8 @@ struct KvLayerSpec {
 
 // What the attention kernel reads (kernels::AttentionArgs takes these fields).
 struct KvView {
-    void* k = nullptr;  // [n_kv_heads][n_slots][head_dim]
-    void* v = nullptr;  // [n_kv_heads][n_slots][head_dim]
+    void* k = nullptr;  // [n_kv_heads][n_slots] rows of kernels::kv_row_bytes(type, head_dim)
+    void* v = nullptr;  // [n_kv_heads][n_slots] rows
     int n_slots = 0;
     int n_kv_heads = 0;
     int head_dim = 0;
@@ -45,8 +46,8 @@ public:
     StaticKVCache(StaticKVCache&&) = default;
     StaticKVCache& operator=(StaticKVCache&&) = default;
 
-    // Bytes of one cached element.
-    static size_t element_bytes(KvType type) { return type == KvType::f16 ? 2 : 4; }
+    // Bytes of one cached row (head_dim values of one kv head and position).
+    static size_t row_bytes(KvType type, int head_dim) { return kernels::kv_row_bytes(type, head_dim); }
     // The arena size the constructor would allocate for these arguments,
     // computed without allocating (UINT64_MAX when it does not fit in 64 bits).
     // Throws like the constructor on invalid layer specs.
@@ -54,7 +55,8 @@ public:
                                  bool ring_sliding, int q_max);
 
     // Writes the K/V rows of t tokens at positions pos0 .. pos0+t-1 into layer
-    // il's own storage (converting to f16 when the cache is f16). k and v are
+    // il's own storage (converting to f16, or quantizing to q8, as the cache
+    // holds them). k and v are
     // [t][n_kv_heads][head_dim] fp32 with row stride ld floats. il must own its K/V.
     void store(const kernels::KernelTable& kt, int il, int pos0, int t, const float* k,
                const float* v, size_t ld);
@@ -68,9 +70,9 @@ public:
     void copy_positions(const StaticKVCache& src, int src_pos0, int dst_pos0, int n);
     // Slots of the smallest ring layer (max_seq when there is none).
     int min_slots() const;
-    // Saved state: the raw K then V elements of positions p0 .. p1-1 of layer
-    // il's own storage, each [n_kv_heads][p1 - p0][head_dim] (f16 or f32 as
-    // stored). The positions must still be held: p1 - p0 <= the layer's slots.
+    // Saved state: the raw K then V rows of positions p0 .. p1-1 of layer il's
+    // own storage, each [n_kv_heads][p1 - p0] rows as stored (f16, f32, or q8
+    // values with their scales: a q8 cache restores bit for bit). The positions must still be held: p1 - p0 <= the layer's slots.
     size_t positions_bytes(int il, int n_positions) const;
     void read_positions(int il, int p0, int p1, std::byte* out) const;
     // Stores positions p0 .. p1-1 from `in`, which holds positions in_p0 .. p1-1

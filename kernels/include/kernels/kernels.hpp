@@ -220,11 +220,37 @@ using RmsNormFn = void (*)(const float* x, size_t ldx, int m, int n, const float
 using RopeFn = void (*)(float* x, size_t ldx, int t, int n_heads, int head_dim, int pos0,
                         const float* inv_freq);
 
+// One cached row (a kv head's head_dim values of one position) of a KV type:
+// head_dim f16 or f32 values, or for q8 head_dim int8 values followed by one
+// fp32 scale per block of kKvQ8Block values (the last block may be shorter):
+//   [head_dim] int8, [kv_q8_blocks(head_dim)] float (unaligned)
+// A q8 value stands for q · scale of its block. The scales are fp32 rather
+// than f16 (ggml's q8_0): the kernels read them without a conversion (the
+// generic target has no F16C) and they keep amax/127 exact, for 2 more bytes
+// per 32 values (a q8 row of head_dim 64 is 72 bytes, 56% of f16's 128).
+constexpr int kKvQ8Block = 32;
+constexpr int kv_q8_blocks(int head_dim) { return (head_dim + kKvQ8Block - 1) / kKvQ8Block; }
+constexpr size_t kv_row_bytes(KvType type, int head_dim) {
+    return type == KvType::q8    ? size_t(head_dim) + size_t(kv_q8_blocks(head_dim)) * sizeof(float)
+           : type == KvType::f16 ? size_t(head_dim) * 2
+                                 : size_t(head_dim) * 4;
+}
+// Quantizes n fp32 values into a q8 row (kv_row_bytes(KvType::q8, n) bytes):
+// per block, scale = max|x| / 127 (in fp32; 0 for an all-zero block) and
+// q = round(x / scale) to nearest, ties away from zero, clamped to ±127; a NaN
+// or infinite value makes its block's scale NaN (attention then gives NaN, as
+// an f16 cache holding inf would). Not dispatched: the same bits on
+// every target, so a saved state and a copied prefix are target-independent.
+void quantize_kv_row_q8(const float* x, int n, std::byte* row);
+// The q8 row back as fp32 (q · scale, exact: 7-bit q times an fp32 scale).
+void dequantize_kv_row_q8(const std::byte* row, int n, float* y);
+
 // Attention of a block of t query rows at positions pos0 .. pos0+t-1 against
 // a static cache. Layouts:
 //   q   [t][n_heads][head_dim], row stride ldq floats
-//   k,v [n_kv_heads][n_slots][head_dim] of kv_type; position p lives in slot
-//       p % n_slots (full storage: n_slots = max_seq, so slot = p)
+//   k,v [n_kv_heads][n_slots] rows of kv_row_bytes(kv_type, head_dim) bytes;
+//       position p lives in slot p % n_slots (full storage: n_slots = max_seq,
+//       so slot = p)
 //   out [t][n_heads][head_dim], row stride ldo floats
 // Query head h reads kv head h / (n_heads / n_kv_heads). Row i sees positions
 // max(0, p - window + 1) .. p with p = pos0 + i (window <= 0: 0 .. p).

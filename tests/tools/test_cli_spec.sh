@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `--spec ngram[:N]` (prompt-lookup speculation) on the real stories260K model:
+# greedy generate and chat print the same text with and without it, the
+# acceptance line appears, bad values are usage errors (exit 2) naming the
+# value, and batch refuses the flag.
+# usage: test_cli_spec.sh STATICLM SOURCE_DIR
+set -u
+bin=$1
+src=$2
+data=$src/../shared/data
+if [[ ! -d "$data/stories260K-hf" ]]; then
+    echo "SKIPPED: $data/stories260K-hf is absent"
+    exit 77
+fi
+M=$data/stories260K-hf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run NAME WANT_EXIT -- CMD...: runs CMD with stdout/stderr in $tmp/out, $tmp/err
+run() {
+    local name=$1 want=$2
+    shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [[ $got != "$want" ]]; then
+        bad "$name: exit $got, want $want"
+        sed 's/^/  | /' "$tmp/err" | tail -5
+        return 1
+    fi
+    ok
+}
+has() {  # FILE TEXT NAME
+    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1"): $(head -c 300 "$1")"; fi
+}
+G=(generate -m "$M" -t 2 --temp 0 -n 120)
+P="Lily saw a big dog. Lily saw a big cat. Lily saw a big"
+
+run "generate" 0 -- "$bin" "${G[@]}" -p "$P"
+cp "$tmp/out" "$tmp/plain.txt"
+for spec in ngram ngram:1 ngram:16 ngram:64; do
+    run "generate --spec $spec" 0 -- "$bin" "${G[@]}" -p "$P" --spec "$spec"
+    cmp -s "$tmp/out" "$tmp/plain.txt" && ok || bad "--spec $spec changed the greedy text: $(head -c 200 "$tmp/out")"
+    has "$tmp/err" "[staticlm] speculation ${spec/ngram/ngram}" "--spec $spec stats"
+done
+has "$tmp/err" "drafted tokens accepted" "acceptance figure"
+run "generate --spec=ngram:4 --stop" 0 -- "$bin" "${G[@]}" -p "$P" --spec=ngram:4 --stop "please"
+cp "$tmp/out" "$tmp/stop_spec.txt"
+run "generate --stop" 0 -- "$bin" "${G[@]}" -p "$P" --stop "please"
+cmp -s "$tmp/out" "$tmp/stop_spec.txt" && ok || bad "--stop with --spec differs"
+has "$tmp/err" "stopped: stop string" "--stop reason"
+
+# chat: the same replies, turn after turn
+printf 'Lily saw a dog.\nTell me about Lily and the dog.\n' >"$tmp/turns"
+run "chat" 0 -- "$bin" chat -m "$M" -t 2 --temp 0 -n 40 <"$tmp/turns"
+cp "$tmp/out" "$tmp/chat.txt"
+run "chat --spec" 0 -- "$bin" chat -m "$M" -t 2 --temp 0 -n 40 --spec ngram <"$tmp/turns"
+cmp -s "$tmp/out" "$tmp/chat.txt" && ok || bad "chat --spec changed the replies"
+
+# bad values: usage errors naming the value
+for v in ngram:0 ngram:65 ngram:x ngram: ngram:-3 ngram:8x lookup ""; do
+    run "--spec '$v'" 2 -- "$bin" "${G[@]}" -p "$P" --spec "$v"
+    has "$tmp/err" "--spec takes ngram or ngram:N with N in 1..64 (the most tokens drafted per step), got '$v'" \
+        "--spec '$v' message"
+done
+run "chat --spec bad" 2 -- "$bin" chat -m "$M" --spec ngram:999 </dev/null
+has "$tmp/err" "got 'ngram:999'" "chat --spec message"
+printf '{"id": "a", "prompt": "Lily"}\n' >"$tmp/in.jsonl"
+run "batch --spec" 2 -- "$bin" batch -m "$M" --input "$tmp/in.jsonl" --output "$tmp/o.jsonl" --spec ngram
+has "$tmp/err" "batch does not take --spec 'ngram'" "batch refusal"
+
+echo "$passes passed, $fails failed"
+[[ $fails == 0 ]]
