@@ -30,7 +30,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::iq2_xs, "IQ2_XS", 256, 74, false},
     {GgmlType::iq3_xxs, "IQ3_XXS", 256, 98, false},
     {GgmlType::iq1_s, "IQ1_S", 256, 50, false},
-    {GgmlType::iq4_nl, "IQ4_NL", 32, 18, false},
+    {GgmlType::iq4_nl, "IQ4_NL", 32, 18, true},
     {GgmlType::iq3_s, "IQ3_S", 256, 110, false},
     {GgmlType::iq2_s, "IQ2_S", 256, 82, false},
     {GgmlType::iq4_xs, "IQ4_XS", 256, 136, false},
@@ -150,6 +150,17 @@ void deq_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
 
 void deq_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK) scale<kQK>(x[i].qs, half(x[i].d), y);
+}
+
+// d · value in fp32, one rounding (gguf-py multiplies the same floats).
+void deq_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK) {
+        const float d = half(x[i].d);
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float(kIq4nlValues[x[i].qs[j] & 15]);
+            y[j + kQK / 2] = d * float(kIq4nlValues[x[i].qs[j] >> 4]);
+        }
+    }
 }
 
 // Q2_K and Q3_K store element 128n + 32s + i (n < 2, s < 4, i < 32) in bits
@@ -376,6 +387,7 @@ bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n) {
         case GgmlType::q4_k: deq_q4_k(reinterpret_cast<const BlockQ4_K*>(s), dst, nb); break;
         case GgmlType::q5_k: deq_q5_k(reinterpret_cast<const BlockQ5_K*>(s), dst, nb); break;
         case GgmlType::q6_k: deq_q6_k(reinterpret_cast<const BlockQ6_K*>(s), dst, nb); break;
+        case GgmlType::iq4_nl: deq_iq4_nl(reinterpret_cast<const BlockIQ4_NL*>(s), dst, nb); break;
         default: return false;
     }
     return true;

@@ -133,6 +133,17 @@ struct [[gnu::packed]] BlockQ5_1 {
 };
 static_assert(sizeof(BlockQ5_1) == 24);
 
+// IQ4_NL: x = d · kIq4nlValues[i], i the 4-bit index; qs[j] holds element
+// j (low nibble) and element j + 16 (high nibble), as Q4_0.
+struct [[gnu::packed]] BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+// ggml's kvalues_iq4nl (gguf-py quants.py IQ4_NL.kvalues), ascending.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 // Q8_0: x = d · q, q int8.
 struct [[gnu::packed]] BlockQ8_0 {
     uint16_t d;
