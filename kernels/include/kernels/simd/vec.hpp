@@ -32,7 +32,11 @@
 //    0-3 from the nibbles at p, bits 4-5 from bits s, s + 1 (lo) and s + 2,
 //    s + 3 (hi) of the bytes at h; the operands are 4·n (plain AVX2:
 //    n + 96 = (n - 32) + 128), q6_dot shifts by 2; load_i8 converts kLanes
-//    signed bytes to floats.
+//    signed bytes to floats;
+//  - load_nl4(p, t, lo, hi): the nibble pairs of one load_q's bytes (q4's
+//    order) looked up in the 16-byte table t, as two dot4 operands: the bytes
+//    t[nibble], used as stored (iq4nl's table holds value + 128, q8's biased
+//    weight bytes, so the caller's sum is q8's).
 #pragma once
 
 #include <cstdint>
@@ -136,6 +140,12 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
     hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
 }
 inline I q5_dot(I acc) { return _mm512_srai_epi32(acc, 3); }
+inline void load_nl4(const uint8_t* p, const uint8_t* t, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+    lo = _mm512_shuffle_epi8(tab, _mm512_and_si512(v, m));
+    hi = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(v, 4), m));
+}
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     const __m512i v = _mm512_loadu_si512(p), h = _mm512_loadu_si512(hp);
     const __m512i m4 = _mm512_set1_epi8(0x3c), m2 = _mm512_set1_epi8(char(0xc0));
@@ -305,6 +315,12 @@ inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
 }
 inline I q4_dot(I acc) { return acc; }
 #endif
+inline void load_nl4(const uint8_t* p, const uint8_t* t, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), m = _mm256_set1_epi8(0x0f);
+    const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+    lo = _mm256_shuffle_epi8(tab, _mm256_and_si256(v, m));
+    hi = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(v, 4), m));
+}
 // 0xff in byte i where bit i of the 32 bits at b is set.
 inline __m256i bit_bytes(const uint8_t* b) {
     int32_t w;
@@ -513,6 +529,12 @@ inline void load_q4(const uint8_t* p, Q& lo, Q& hi) {
 inline I q4_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 4;  // arithmetic: exact on multiples of 16
     return acc;
+}
+inline void load_nl4(const uint8_t* p, const uint8_t* t, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        lo.b[i] = t[p[i] & 15];
+        hi.b[i] = t[p[i] >> 4];
+    }
 }
 inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
     for (size_t i = 0; i < sizeof(lo.b); ++i) {
