@@ -41,7 +41,15 @@ check "q4_0 twin: generate with native weights" test $? -eq 0
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
 "$bin" info -m "$q40" --weights q3 >"$tmp/q3.txt" 2>&1
-check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, or native, got 'q3'" "$tmp/q3.txt"
+check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, or native, got 'q3'" "$tmp/q3.txt"
+
+# IQ4_NL: every matrix (the tied embedding too) kept at the file's 4.5 bits.
+iq4=$src/tests/fixtures/gguf/llama-tied.iq4_nl.gguf
+"$bin" info -m "$iq4" >"$tmp/iq4.txt" 2>&1
+check "iq4_nl twin: info exit code" test $? -eq 0
+check "iq4_nl twin: 15 iq4nl matrices at 0.5625 bytes/weight" grep -q "^  iq4nl *15 matrices, .* 0.5625 bytes/weight" "$tmp/iq4.txt"
+"$bin" generate -m "$iq4" -p "ab" -n 4 --temp 0 >"$tmp/iq4_gen.txt" 2>&1
+check "iq4_nl twin: generate with native weights" test $? -eq 0
 
 # Without --weights a GGUF file keeps its own formats (native).
 q50=$src/tests/fixtures/gguf/llama-tied.q5_0.gguf
