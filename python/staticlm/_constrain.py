@@ -11,6 +11,7 @@ from ctypes import byref, c_void_p
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import _lib
+from ._handle import CHandle
 from ._errors import check
 
 if TYPE_CHECKING:
@@ -26,13 +27,16 @@ def schema_text(schema: object) -> str:
     return json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class Constraint:
+class Constraint(CHandle):
     """A compiled constraint. Give exactly one of json_schema (a dict or its JSON
     text) and grammar (GBNF text, root rule "root"). A schema or grammar the
     library cannot compile raises the StaticlmError subclass of its status
     (UnsupportedError naming the keyword and its path, FormatError for text
     that is not JSON, ...). Immutable and usable from several threads; close()
     frees it (requests that use it keep it alive)."""
+
+    _what = "constraint"
+    _free = "slm_constraint_free"
 
     def __init__(self, model: Model, *, json_schema: object = None, grammar: str | None = None) -> None:
         _lib.require(3, "constrained output (json_schema / grammar)")
@@ -49,29 +53,6 @@ class Constraint:
         fn = _lib.lib.slm_constraint_json_schema if json_schema is not None else _lib.lib.slm_constraint_grammar
         check(fn(model.handle, data, len(data), byref(handle)))
         self._handle = handle.value
-
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the constraint is closed")
-        return self._handle
-
-    def close(self) -> None:
-        if self._handle is not None:
-            _lib.lib.slm_constraint_free(self._handle)
-            self._handle = None
-
-    def __enter__(self) -> Constraint:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     def __repr__(self) -> str:
         shown = self.text if len(self.text) <= 60 else self.text[:57] + "..."

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._handle import CHandle
 from ._errors import check, check_count
 from ._generate import sampler_params
 from ._types import INT32_MAX, Message, Score, check_int, cstr, message_pair
@@ -78,7 +79,7 @@ def ids_pointer(arr: np.ndarray) -> ctypes._Pointer:  # type: ignore[name-define
     return arr.ctypes.data_as(POINTER(c_int32))
 
 
-class Model:
+class Model(CHandle):
     """A loaded model: weights, tokenizer, chat template.
 
     Args:
@@ -166,30 +167,10 @@ class Model:
 
     # ------------------------------------------------------------ lifetime
 
-    @property
-    def handle(self) -> int:
-        """The slm_model* (for ctypes users); ValueError once closed."""
-        if self._handle is None:
-            raise ValueError("the model is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Frees the model (sessions made from it keep working)."""
-        if self._handle is not None:
-            _lib.lib.slm_model_free(self._handle)
-            self._handle = None
-
-    def __enter__(self) -> Model:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 (interpreter shutdown)
-            pass
+    # handle, close() (frees the model; sessions made from it keep working),
+    # `with` and collection: CHandle.
+    _what = "model"
+    _free = "slm_model_free"
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"vocab={self.vocab}, chat_format={self.chat_format!r}"

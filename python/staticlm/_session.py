@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._handle import CHandle, Closeable
 from ._constrain import Constraint, pop_constraint
 from ._errors import check
 from ._generate import GenerationCall, TextCallback
@@ -50,7 +51,7 @@ def _buckets(values: Sequence[int] | None, what: str) -> ctypes.Array | None:
     return (c_int * max(1, len(vs)))(*vs) if vs else (c_int * 1)()
 
 
-class Session:
+class Session(Closeable):
     """A sequence being run through a model, over a KV cache allocated once.
 
     Args:
@@ -143,18 +144,6 @@ class Session:
         freed now, or when the last logits view taken from it is gone."""
         self._handle = None
         self._owned = None
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 (interpreter shutdown)
-            pass
 
     def __repr__(self) -> str:
         if self._handle is None:
@@ -380,7 +369,7 @@ class Session:
 _DONE = object()
 
 
-class TextStream(Iterator[str]):
+class TextStream(Closeable, Iterator[str]):
     """An iterator over a generation's text pieces as they are produced.
 
     The C call runs on a worker thread started by the first next(); its token
@@ -482,20 +471,9 @@ class TextStream(Iterator[str]):
         """Reads the rest of the stream and returns it joined."""
         return "".join(self)
 
-    def __enter__(self) -> TextStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
-class Chat:
+class Chat(CHandle):
     """A multi-turn chat on one session: each reply appends only the tokens the
     cache lacks. The chat owns its session's use: do not call the session
     otherwise while the chat is open.
@@ -503,7 +481,12 @@ class Chat:
     Args:
         session: the Session (Model.start_chat() makes one).
         system: an optional system prompt.
+
+    close() frees the chat; the session stays usable.
     """
+
+    _what = "chat"
+    _free = "slm_chat_free"
 
     def __init__(self, session: Session, system: str | None = None) -> None:
         self._handle: int | None = None
@@ -516,12 +499,6 @@ class Chat:
     @property
     def session(self) -> Session:
         return self._session
-
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the chat is closed")
-        return self._handle
 
     def _call(self, user: str, n_predict: int, on_text: TextCallback | None,
               options: dict[str, object]) -> Generation:
@@ -550,20 +527,3 @@ class Chat:
         opts = dict(options)
         return TextStream(lambda on_text: self._call(user, n_predict, on_text, opts))
 
-    def close(self) -> None:
-        """Frees the chat (the session stays usable)."""
-        if self._handle is not None:
-            _lib.lib.slm_chat_free(self._handle)
-            self._handle = None
-
-    def __enter__(self) -> Chat:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
