@@ -39,21 +39,26 @@ float value(int which, int g, int p, int e) {
     return float(x & 0xFFFFFF) / float(0x7FFFFF) - 1.0f;
 }
 
-// A K or V cache [n_kv][n_slots] rows of kv_row_bytes(type, d), stored one
-// byte past an aligned start so the kernels see a misaligned pointer (a q8
-// row's fp32 scales are unaligned anyway). Positions 0..last are written in
+// A K or V cache [n_kv][n_slots] rows of kv_row_bytes(type, d), stored just
+// past an aligned start so the kernels see a pointer no vector load may assume
+// aligned. Positions 0..last are written in
 // order into slot p % n_slots, so a ring keeps the latest n_slots of them.
 struct Cache {
     KvType type;
+    // f16 and f32: one element past (aligned for the element type, as the
+    // cache's arena always is); q8: one byte past (its fp32 scales are read
+    // unaligned anyway).
+    size_t skew;
     std::vector<std::byte> bytes;
-    Cache(KvType type, int which, int n_kv, int n_slots, int d, int last) : type(type) {
+    Cache(KvType type, int which, int n_kv, int n_slots, int d, int last)
+        : type(type), skew(type == KvType::f16 ? 2 : type == KvType::f32 ? 4 : 1) {
         const size_t row = kv_row_bytes(type, d);
-        bytes.assign(size_t(n_kv) * size_t(n_slots) * row + 1, std::byte{0});
+        bytes.assign(size_t(n_kv) * size_t(n_slots) * row + skew, std::byte{0});
         std::vector<float> x(static_cast<size_t>(d));
         for (int g = 0; g < n_kv; ++g)
             for (int p = 0; p <= last; ++p) {
                 for (int e = 0; e < d; ++e) x[size_t(e)] = value(which, g, p, e);
-                std::byte* dst = bytes.data() + 1 + (size_t(g) * n_slots + size_t(p % n_slots)) * row;
+                std::byte* dst = bytes.data() + skew + (size_t(g) * n_slots + size_t(p % n_slots)) * row;
                 for (int e = 0; e < d; ++e) {
                     if (type == KvType::f16) {
                         const uint16_t h = f32_to_f16(x[size_t(e)]);
@@ -65,7 +70,7 @@ struct Cache {
                 if (type == KvType::q8) quantize_kv_row_q8(x.data(), d, dst);
             }
     }
-    const void* data() const { return bytes.data() + 1; }
+    const void* data() const { return bytes.data() + skew; }
 };
 
 struct Case {
