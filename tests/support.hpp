@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -55,6 +56,21 @@ inline bool have_shared_data(const char* what) {
     if (std::filesystem::is_directory(shared_data())) return true;
     MESSAGE("SKIPPED (" << what << "): " << shared_data().string()
                         << " is absent; these tests need the shared model and tokenizer files");
+    return false;
+}
+
+// The real Gemma 3 270M GGUF (tools/get_model.sh), or $STATICLM_GEMMA3_GGUF.
+inline std::filesystem::path gemma3_gguf() {
+    if (const char* p = std::getenv("STATICLM_GEMMA3_GGUF")) return p;
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(home ? home : "/root") / ".cache" / "staticlm" / "gemma-3-270m-q4_k_m.gguf";
+}
+
+// True when that file is there; otherwise prints why the test is skipped.
+inline bool have_gemma3_gguf() {
+    if (std::filesystem::is_regular_file(gemma3_gguf())) return true;
+    MESSAGE("SKIPPED (Gemma 3 270M): " << gemma3_gguf().string()
+                                       << " is absent; run tools/get_model.sh (or set STATICLM_GEMMA3_GGUF)");
     return false;
 }
 

@@ -46,12 +46,6 @@ std::string sanitized(std::string_view s) {
     return tokjson::sanitize_utf8(s, out) ? std::string(s) : out;
 }
 
-fs::path gemma3_gguf() {
-    if (const char* env = std::getenv("STATICLM_GEMMA3_GGUF")) return env;
-    const char* home = std::getenv("HOME");
-    return fs::path(home ? home : "/") / ".cache" / "staticlm" / "gemma-3-270m-q4_k_m.gguf";
-}
-
 std::unique_ptr<Tokenizer> tokenizer_from(const TempDir& tmp, const std::string& name, const GgufWriter& w) {
     const fs::path p = tmp.path / name;
     write_file(p, w.bytes());
@@ -333,12 +327,8 @@ TEST_CASE("gguf twins' vocabularies: byte-level BPE as tokenizers, SentencePiece
 }
 
 TEST_CASE("gguf: the Gemma 3 vocabulary gives the ids of its tokenizer.json (skipped when not installed)") {
-    const fs::path path = gemma3_gguf();
-    if (!fs::is_regular_file(path)) {
-        MESSAGE("SKIPPED: " << path.string() << " is absent (bash tools/get_model.sh installs it)");
-        return;
-    }
-    const GgufFile f(path);
+    if (!test::have_gemma3_gguf()) return;
+    const GgufFile f(test::gemma3_gguf());
     const auto t0 = std::chrono::steady_clock::now();
     auto tok = load_gguf_tokenizer(f);
     const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -36,19 +36,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path model_file() {
-    if (const char* p = std::getenv("STATICLM_GEMMA3_GGUF")) return p;
-    const char* home = std::getenv("HOME");
-    return fs::path(home ? home : "/root") / ".cache" / "staticlm" / "gemma-3-270m-q4_k_m.gguf";
-}
-
-bool have_model() {
-    if (fs::is_regular_file(model_file())) return true;
-    MESSAGE("SKIPPED (Gemma 3 270M): " << model_file().string()
-                                       << " is absent; run tools/get_model.sh (or set STATICLM_GEMMA3_GGUF)");
-    return false;
-}
-
 fs::path ref_dir() { return test::fixtures_dir() / "gemma3-270m"; }
 
 struct Reference {
@@ -163,7 +150,7 @@ std::shared_ptr<const Model> load(WeightType w, bool native = false, int act_bit
     lo.native_weights = native;
     lo.act_bits = act_bits;
     lo.threads = 2;
-    return Model::load(model_file(), lo);
+    return Model::load(test::gemma3_gguf(), lo);
 }
 
 SessionOptions session_options(int max_seq) {
@@ -185,10 +172,10 @@ nlohmann::json llamacpp_greedy() {
 }  // namespace
 
 TEST_CASE("Gemma 3 270M GGUF: the tokenizer gives the references' input ids") {
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     LoadOptions lo;
     lo.threads = 2;
-    auto model = Model::load(model_file(), lo);
+    auto model = Model::load(test::gemma3_gguf(), lo);
     REQUIRE(model->tokenizer());
     for (const char* name : {"capital", "story", "long"}) {
         const Reference r = read_reference(name);
@@ -210,7 +197,7 @@ TEST_CASE("Gemma 3 270M GGUF: the tokenizer gives the references' input ids") {
 }
 
 TEST_CASE("Gemma 3 270M GGUF --weights f32 matches transformers fp32") {
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     auto model = load(WeightType::f32);
     CHECK(model->config().n_layers == 18);
     CHECK(model->config().layers[5].attention == AttentionType::full);
@@ -274,7 +261,7 @@ TEST_CASE("Gemma 3 270M GGUF --weights f32 matches transformers fp32") {
 }
 
 TEST_CASE("Gemma 3 270M GGUF --weights f32: continuation scores match transformers fp32") {
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     std::ifstream in(ref_dir() / "scores.json");
     REQUIRE(in);
     const nlohmann::json ref = nlohmann::json::parse(in);
@@ -305,7 +292,7 @@ TEST_CASE("Gemma 3 270M GGUF --weights f32: continuation scores match transforme
 }
 
 TEST_CASE("Gemma 3 270M GGUF --weights q8, q4 and native: top-1 and perplexity against f32") {
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     const Reference r = read_reference("long");
     const int T = int(r.input_ids.size());
     Pass f32 = [&] {
@@ -372,7 +359,7 @@ TEST_CASE("Gemma 3 270M GGUF --kv q8 against the f16 cache: top-1, perplexity an
     // -0.25%, PEIR 2.02% at the 3 full rows -- about what q8 weights cost
     // against f32 (the test above). The budgets leave room for other targets'
     // summation orders.
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     const Reference r = read_reference("long");
     const int T = int(r.input_ids.size());
     auto model = load(WeightType::q8);
@@ -405,11 +392,11 @@ TEST_CASE("Gemma 3 270M GGUF --kv q8 against the f16 cache: top-1, perplexity an
 }
 
 TEST_CASE("Gemma 3 270M GGUF --weights native: the file's own size in memory") {
-    if (!have_model()) return;
+    if (!test::have_gemma3_gguf()) return;
     // Q5_0 (81 matrices), Q8_0 (10) and Q6_K (9) keep their bits per weight,
     // Q4_K (27) takes 4.625 instead of 4.5: measured 1.001 x the file's
     // tensor bytes (q8: 1.156 x).
-    const GgufFile f(model_file());
+    const GgufFile f(test::gemma3_gguf());
     size_t file_bytes = 0;
     for (const GgufTensor& t : f.tensors()) file_bytes += t.bytes;
     const auto native = load(WeightType::q8, true);

@@ -5,7 +5,6 @@
 // validates a whole batch with Python's jsonschema).
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -15,29 +14,17 @@
 #include "staticlm/model.hpp"
 #include "staticlm/session.hpp"
 #include "staticlm/tokenizer.hpp"
+#include "tests/support.hpp"
 
 using namespace staticlm;
 namespace fs = std::filesystem;
 
-namespace {
-
-fs::path gguf() {
-    if (const char* p = std::getenv("STATICLM_GEMMA3_GGUF")) return p;
-    const char* home = std::getenv("HOME");
-    return fs::path(home ? home : "/root") / ".cache" / "staticlm" / "gemma-3-270m-q4_k_m.gguf";
-}
-
-}  // namespace
-
 TEST_CASE("gemma3-270m constrained: token bytes and extraction outputs that parse") {
-    if (!fs::is_regular_file(gguf())) {
-        MESSAGE("SKIPPED (Gemma 3 270M): " << gguf().string() << " is absent; run tools/get_model.sh");
-        return;
-    }
+    if (!test::have_gemma3_gguf()) return;
     LoadOptions lo;
     lo.native_weights = true;
     lo.threads = 2;
-    const auto model = Model::load(gguf(), lo);
+    const auto model = Model::load(test::gemma3_gguf(), lo);
     const Tokenizer& tok = *model->tokenizer();
     const auto vocab = std::make_shared<const TokenVocabulary>(tok);
     REQUIRE(vocab->size() == 262144);
