@@ -1,15 +1,20 @@
 // Attention of a block of query rows over a static (full or ring) KV cache,
-// compiled once per target. Work item: one kv head × up to 16 query lanes.
-// Prefill blocks stage tiles of keys as fp32 once per item; decode (all lanes
-// see the same keys) converts each K/V row once straight into the dot products
-// and register-held outputs of all lanes. The softmax is online.
+// compiled once per target against the vector layer (kernels/simd/vec.hpp).
+// Work item: one kv head × up to 16 query lanes (query head × row pairs).
+// Keys go in tiles on a grid of absolute positions with an online softmax
+// (running max and sum per lane). A tile every lane of the item sees whole (all
+// of decode; in prefill, every tile below the item's first row) is read once
+// straight from the cache: each K/V row is converted once and used by blocks
+// of up to 8 lanes whose scores and outputs stay in registers. Only the tiles
+// on a prefill block's diagonal, and sliding windows, stage K/V as fp32.
 // Numerical contract: fp32 throughout. q is multiplied by scale first (one
 // fp32 rounding); scores are fp32 FMA dot products (per vector lane, then a
 // pairwise horizontal sum); per tile the running max m, sum l and output
-// accumulator are rescaled by exp(m_old - m_new); exp is xsimd's (~1 ulp);
-// out = acc / l. f16 K/V convert exactly (F16C / AVX-512 where compiled); a
-// q8 value converts to fp32 q · scale, exactly (7-bit q, fp32 scale), and the
-// arithmetic after that is the float path's.
+// accumulator are rescaled by exp(m_old - m_new); exp is vec::exp (xsimd's,
+// ~1 ulp); out = acc / l. Both tile paths do a lane's operations in the same
+// order, so a row gives the same bits decoded or prefilled. f16 K/V convert
+// exactly (F16C / AVX-512 where compiled); a q8 value converts to fp32 as
+// q · scale (one rounding), and the arithmetic after that is the float path's.
 
 #include <algorithm>
 #include <cmath>
@@ -27,9 +32,8 @@ namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
 
-using Vec = vec::B;
-constexpr int kW = int(Vec::size);
-static_assert(kW == vec::kLanes, "the vector layer and xsimd agree on the width");
+using vec::F;
+constexpr int kW = vec::kLanes;
 static_assert(detail::kAttnVector % kW == 0, "padding must be a multiple of the vector width");
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 using detail::kAttnMaxLanes;
@@ -54,7 +58,7 @@ void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t
     for (; e + kW <= n; e += kW) {
         float* out = dst + size_t(e / kW) * stride;
         if (type == KvType::f32)
-            Vec::load_unaligned(sf + e).store_unaligned(out);
+            vec::store(out, vec::load(sf + e));
         else if (type == KvType::f16)
             vec::store(out, vec::load(sh + e));
         else
@@ -69,35 +73,32 @@ void load_row(const void* src, KvType type, int n, int d_pad, float* dst, size_t
     }
 }
 
-// out[j] = Σ of the elements of acc[j], j < kW (vec::hsum_rows: kW - 1 adds
-// instead of kW separate horizontal reductions).
-inline void hsum_rows(const Vec* acc, float* out) { vec::hsum_rows(acc, out); }
-
 // s[0..kW) = q · k_j for the kW keys of one K sub-block, stored chunk-major
 // ([d_pad/kW][kW keys][kW]) so that every load is a constant offset from one
 // pointer; kW independent accumulators also hide the FMA latency.
 inline void score_block(const float* q, const float* kt, int d_pad, float* s) {
-    Vec acc[kW];
-    for (int j = 0; j < kW; ++j) acc[j] = Vec(0.0f);
+    F acc[kW];
+    for (int j = 0; j < kW; ++j) acc[j] = vec::zero();
     for (int c = 0; c < d_pad; c += kW, kt += kW * kW) {
-        const Vec qv = Vec::load_unaligned(q + c);
-        for (int j = 0; j < kW; ++j) acc[j] = xsimd::fma(qv, Vec::load_unaligned(kt + j * kW), acc[j]);
+        const F qv = vec::load(q + c);
+        for (int j = 0; j < kW; ++j) acc[j] = vec::fma(qv, vec::load(kt + j * kW), acc[j]);
     }
-    hsum_rows(acc, s);
+    // out[j] = Σ of the lanes of acc[j]: one transpose-and-add tree for kW keys.
+    vec::hsum_rows(acc, s);
 }
 
 // acc[c .. c + NV·kW) += Σ_{j0 <= j < j1} p[j] · v_j[c ..]: NV accumulators stay
 // in registers across the keys (NV = 8 fits the 16 AVX2 registers).
 template <int NV>
 inline void pv_block(float* acc, const float* vt, int d_pad, const float* p, int j0, int j1, int c) {
-    Vec a[NV];
-    for (int v = 0; v < NV; ++v) a[v] = Vec::load_unaligned(acc + c + v * kW);
+    F a[NV];
+    for (int v = 0; v < NV; ++v) a[v] = vec::load(acc + c + v * kW);
     for (int j = j0; j < j1; ++j) {
-        const Vec pj(p[j]);
+        const F pj = vec::set1(p[j]);
         const float* row = vt + size_t(j) * d_pad + c;
-        for (int v = 0; v < NV; ++v) a[v] = xsimd::fma(pj, Vec::load_unaligned(row + v * kW), a[v]);
+        for (int v = 0; v < NV; ++v) a[v] = vec::fma(pj, vec::load(row + v * kW), a[v]);
     }
-    for (int v = 0; v < NV; ++v) a[v].store_unaligned(acc + c + v * kW);
+    for (int v = 0; v < NV; ++v) vec::store(acc + c + v * kW, a[v]);
 }
 
 void pv(float* acc, const float* vt, int d_pad, const float* p, int j0, int j1) {
@@ -109,12 +110,26 @@ void pv(float* acc, const float* vt, int d_pad, const float* p, int j0, int j1) 
     if (rest & 1) pv_block<1>(acc, vt, d_pad, p, j0, j1, c);
 }
 
-float hmax(const Vec& v) {
-    alignas(64) float tmp[kW];
-    v.store_aligned(tmp);
-    float m = tmp[0];
-    for (int i = 1; i < kW; ++i) m = std::max(m, tmp[i]);
-    return m;
+// The online-softmax step of one lane over the scores of a tile, s[0 .. nv·kW)
+// (keys the lane does not see are -inf): the running max and sum ml = {m, l}
+// advance, s becomes the weights exp(s - m_new), and the factor that rescales
+// the lane's accumulator is returned (0 on the lane's first tile, m = -inf).
+// Both paths take this step, so a lane's weights do not depend on the path.
+float softmax_tile(float* s, int nv, float* ml) {
+    F mx = vec::load(s);
+    for (int v = 1; v < nv; ++v) mx = vec::max(mx, vec::load(s + v * kW));
+    const float m_new = std::max(ml[0], vec::hmax(mx));  // finite: the tile has a visible key
+    const F mv = vec::set1(m_new);
+    F sum = vec::zero();
+    for (int v = 0; v < nv; ++v) {
+        const F e = vec::exp(vec::sub(vec::load(s + v * kW), mv));
+        vec::store(s + v * kW, e);
+        sum = vec::add(sum, e);
+    }
+    const float corr = std::exp(ml[0] - m_new);
+    ml[1] = ml[1] * corr + vec::hsum(sum);
+    ml[0] = m_new;
+    return corr;
 }
 
 // Shapes and scratch of one call. Lanes of kv head g are numbered
@@ -213,27 +228,12 @@ void process_keys(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
             if (jlo > 0 || jhi < n_sb * kW - 1)
                 for (int j = 0; j < n_sb * kW; ++j)
                     if (j < jlo || j > jhi) s[j] = kNegInf;
-            Vec mx = Vec::load_unaligned(s);
-            for (int sb = 1; sb < n_sb; ++sb) mx = xsimd::max(mx, Vec::load_unaligned(s + sb * kW));
-            float& m = ts[c.lay.ml + 2 * r];
-            float& l = ts[c.lay.ml + 2 * r + 1];
-            const float m_new = std::max(m, hmax(mx));  // finite: jlo..jhi is visible
-            const Vec mv(m_new);
-            Vec sum(0.0f);
-            for (int sb = 0; sb < n_sb; ++sb) {
-                const Vec e = xsimd::exp(Vec::load_unaligned(s + sb * kW) - mv);
-                e.store_unaligned(s + sb * kW);
-                sum += e;
-            }
             float* acc = ts + c.lay.acc + size_t(r) * d_pad;
-            const float corr = std::exp(m - m_new);  // 0 for the first tile (m = -inf)
+            const float corr = softmax_tile(s, n_sb, ts + c.lay.ml + 2 * r);
             if (corr != 1.0f) {
-                const Vec cv(corr);
-                for (int e = 0; e < d_pad; e += kW)
-                    (Vec::load_unaligned(acc + e) * cv).store_unaligned(acc + e);
+                const F cv = vec::set1(corr);
+                for (int e = 0; e < d_pad; e += kW) vec::store(acc + e, vec::mul(vec::load(acc + e), cv));
             }
-            l = l * corr + xsimd::hadd(sum);
-            m = m_new;
             pv(acc, vt, d_pad, s, jlo, jhi + 1);
         }
     }
@@ -253,10 +253,10 @@ constexpr int kAccRegs = kW == 16 ? 16 : 8;
 constexpr int kMaxBlockHeads = 8;
 
 // Elements e .. e + kW of a row of d values (e + kW <= d).
-inline Vec load_kv(const float* row, int e, int) { return Vec::load_unaligned(row + e); }
-inline Vec load_kv(const uint16_t* row, int e, int) { return vec::to_batch(vec::load(row + e)); }
-inline Vec load_kv(const int8_t* row, int e, int d) {
-    return vec::to_batch(vec::mul(vec::load_i8(row + e), vec::set1(q8_scale(row, d, e))));
+inline F load_kv(const float* row, int e, int) { return vec::load(row + e); }
+inline F load_kv(const uint16_t* row, int e, int) { return vec::load(row + e); }
+inline F load_kv(const int8_t* row, int e, int d) {
+    return vec::mul(vec::load_i8(row + e), vec::set1(q8_scale(row, d, e)));
 }
 inline float to_f32(const float* row, int e, int) { return row[e]; }
 inline float to_f32(const uint16_t* row, int e, int) { return f16_to_f32(row[e]); }
@@ -270,10 +270,10 @@ constexpr size_t row_len(int d) {
 // Elements e .. d - 1 (fewer than kW), zero filled: a row's tail when
 // head_dim % kW != 0 (never read past the row: the last row may end the cache).
 template <class T>
-inline Vec load_kv_part(const T* row, int e, int d) {
+inline F load_kv_part(const T* row, int e, int d) {
     alignas(64) float tmp[kW] = {};
     for (int i = 0; i < d - e; ++i) tmp[i] = to_f32(row, e + i, d);
-    return Vec::load_aligned(tmp);
+    return vec::load(tmp);
 }
 
 // Partial dot products of NH lanes with KJ consecutive keys (rows row_len apart),
@@ -283,27 +283,26 @@ template <int NH, int KJ, class T>
 inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red, int jj) {
     const int d_full = d / kW * kW;
     const size_t ld = row_len<T>(d);
-    Vec acc[KJ][NH];
+    F acc[KJ][NH];
     for (int j = 0; j < KJ; ++j)
-        for (int h = 0; h < NH; ++h) acc[j][h] = Vec(0.0f);
+        for (int h = 0; h < NH; ++h) acc[j][h] = vec::zero();
     int e = 0;
     for (; e < d_full; e += kW) {
-        Vec kv[KJ];
+        F kv[KJ];
         for (int j = 0; j < KJ; ++j) kv[j] = load_kv(k + size_t(j) * ld, e, d);
         for (int h = 0; h < NH; ++h) {
-            const Vec qv = Vec::load_unaligned(q + size_t(h) * d_pad + e);
-            for (int j = 0; j < KJ; ++j) acc[j][h] = xsimd::fma(qv, kv[j], acc[j][h]);
+            const F qv = vec::load(q + size_t(h) * d_pad + e);
+            for (int j = 0; j < KJ; ++j) acc[j][h] = vec::fma(qv, kv[j], acc[j][h]);
         }
     }
     if (e < d) {
         for (int j = 0; j < KJ; ++j) {
-            const Vec kv = load_kv_part(k + size_t(j) * ld, e, d);
-            for (int h = 0; h < NH; ++h)
-                acc[j][h] = xsimd::fma(Vec::load_unaligned(q + size_t(h) * d_pad + e), kv, acc[j][h]);
+            const F kv = load_kv_part(k + size_t(j) * ld, e, d);
+            for (int h = 0; h < NH; ++h) acc[j][h] = vec::fma(vec::load(q + size_t(h) * d_pad + e), kv, acc[j][h]);
         }
     }
     for (int j = 0; j < KJ; ++j)
-        for (int h = 0; h < NH; ++h) acc[j][h].store_unaligned(red + (h * kW + jj + j) * kW);
+        for (int h = 0; h < NH; ++h) vec::store(red + (h * kW + jj + j) * kW, acc[j][h]);
 }
 
 // s[h][j] = q_h · k_j for NH lanes and keys j < nk of a tile (rows row_len<T>(d) apart).
@@ -331,9 +330,9 @@ void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk
             score_keys<NH, kKeys>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
         for (; jj < nj; ++jj) score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
         for (int h = 0; h < NH; ++h) {
-            Vec rows[kW];
-            for (int i = 0; i < kW; ++i) rows[i] = Vec::load_unaligned(red + (h * kW + i) * kW);
-            hsum_rows(rows, s + size_t(h) * stile + j0);
+            F rows[kW];
+            for (int i = 0; i < kW; ++i) rows[i] = vec::load(red + (h * kW + i) * kW);
+            vec::hsum_rows(rows, s + size_t(h) * stile + j0);
         }
     }
 }
@@ -345,24 +344,23 @@ void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk
 template <int NG, int NC, bool kPart, class T>
 void pv_tile(float* acc, int d_pad, const float* p, int stile, const float* corr, const T* v,
              int d, int nk, int e0) {
-    Vec a[NG][NC];
+    F a[NG][NC];
     for (int h = 0; h < NG; ++h) {
-        const Vec cv(corr[h]);
-        for (int c = 0; c < NC; ++c)
-            a[h][c] = Vec::load_unaligned(acc + size_t(h) * d_pad + e0 + c * kW) * cv;
+        const F cv = vec::set1(corr[h]);
+        for (int c = 0; c < NC; ++c) a[h][c] = vec::mul(vec::load(acc + size_t(h) * d_pad + e0 + c * kW), cv);
     }
     const T* vr = v;
     const size_t ld = row_len<T>(d);
     // One V chunk live at a time: converting all NC first spilled on AVX2 (NG 1, NC 8).
     for (int j = 0; j < nk; ++j, vr += ld) {
         for (int c = 0; c < NC; ++c) {
-            const Vec vv = kPart ? load_kv_part(vr, e0, d) : load_kv(vr, e0 + c * kW, d);
+            const F vv = kPart ? load_kv_part(vr, e0, d) : load_kv(vr, e0 + c * kW, d);
             for (int h = 0; h < NG; ++h)
-                a[h][c] = xsimd::fma(Vec(p[size_t(h) * stile + j]), vv, a[h][c]);
+                a[h][c] = vec::fma(vec::set1(p[size_t(h) * stile + j]), vv, a[h][c]);
         }
     }
     for (int h = 0; h < NG; ++h)
-        for (int c = 0; c < NC; ++c) a[h][c].store_unaligned(acc + size_t(h) * d_pad + e0 + c * kW);
+        for (int c = 0; c < NC; ++c) vec::store(acc + size_t(h) * d_pad + e0 + c * kW, a[h][c]);
 }
 
 // pv_tile over all of head_dim for NG lanes: chunks of kAccRegs / NG vectors,
@@ -440,21 +438,7 @@ void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend)
         for (int r = 0; r < n; ++r) {
             float* s = ps + size_t(r) * stile;
             for (int j = nk; j < nv * kW; ++j) s[j] = kNegInf;
-            Vec mx = Vec::load_unaligned(s);
-            for (int v = 1; v < nv; ++v) mx = xsimd::max(mx, Vec::load_unaligned(s + v * kW));
-            float& m = ml[2 * r];
-            float& l = ml[2 * r + 1];
-            const float m_new = std::max(m, hmax(mx));  // finite: key kb is visible
-            const Vec mv(m_new);
-            Vec sum(0.0f);
-            for (int v = 0; v < nv; ++v) {
-                const Vec e = xsimd::exp(Vec::load_unaligned(s + v * kW) - mv);
-                e.store_unaligned(s + v * kW);
-                sum += e;
-            }
-            corr[r] = std::exp(m - m_new);  // 0 for the first tile (m = -inf)
-            l = l * corr[r] + xsimd::hadd(sum);
-            m = m_new;
+            corr[r] = softmax_tile(s, nv, ml + 2 * r);
         }
         for_lane_blocks(n, [&](int h0, int nh) {
             float* o = acc + size_t(h0) * d_pad;
@@ -476,16 +460,28 @@ void process_item(const Ctx& c, const Item& it, float* ts, int kbeg, int kend) {
     // so decode and prefill give identical rows under full attention. Sliding
     // windows start their tiles at each row's window start (prefill) and wrap
     // in ring caches: they keep the staged path, which matches prefill exactly.
-    const bool shared = c.a->window <= 0 && it.lo[0] == it.lo[it.n - 1] &&
-                        it.hi[0] == it.hi[it.n - 1];
-    if (!shared)
+    if (c.a->window > 0) {
         process_keys(c, it, ts, kbeg, kend);
-    else if (c.a->kv_type == KvType::f16)
-        process_shared<uint16_t>(c, it, ts, kbeg, kend);
-    else if (c.a->kv_type == KvType::q8)
-        process_shared<int8_t>(c, it, ts, kbeg, kend);
-    else
-        process_shared<float>(c, it, ts, kbeg, kend);
+        return;
+    }
+    // Full attention: every lane sees the keys up to its first row's position
+    // hi[0], so the tiles wholly below it take the shared-range path (K/V read
+    // straight from the cache, lanes register-blocked); a decode block (all
+    // rows alike) runs there whole, a prefill block only its diagonal tiles
+    // through the staged path. Both paths do a lane's fp32 operations in the
+    // same order per tile, so where the boundary falls does not change a bit.
+    const int split = it.hi[0] == it.hi[it.n - 1]
+                          ? kend
+                          : std::clamp((it.hi[0] + 1) / c.tile * c.tile, kbeg, kend);
+    if (split > kbeg) {
+        if (c.a->kv_type == KvType::f16)
+            process_shared<uint16_t>(c, it, ts, kbeg, split);
+        else if (c.a->kv_type == KvType::q8)
+            process_shared<int8_t>(c, it, ts, kbeg, split);
+        else
+            process_shared<float>(c, it, ts, kbeg, split);
+    }
+    if (split < kend) process_keys(c, it, ts, split, kend);
 }
 
 void write_out(const Ctx& c, const Item& it, const float* ts) {

@@ -103,7 +103,14 @@ inline F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
 inline F abs(F v) { return _mm512_abs_ps(v); }
 inline F max(F a, F b) { return _mm512_max_ps(a, b); }
 inline F min(F a, F b) { return _mm512_min_ps(a, b); }
-inline float hmax(F v) { return _mm512_reduce_max_ps(v); }
+inline float hmax(F v) {
+    const __m256 a = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(__mmask8(0xff), v, 0),
+                                   _mm512_maskz_extractf32x8_ps(__mmask8(0xff), v, 1));
+    __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_max_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_max_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
 inline F trunc(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
 inline Mask ge(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
 inline F select(Mask m, F a, F b) { return _mm512_mask_blend_ps(m, b, a); }
@@ -170,23 +177,23 @@ inline I dot4(I acc, Q w, X4 x) { return _mm512_dpbusd_epi32(acc, w, x); }
 // 8.1's AVX-512 haddp returns the sums permuted). Each level adds the two
 // halves of every vector and packs two vectors into one; pairing r_i with
 // r_i+4 and then s_i with s_i+8 leaves lane k holding rows 4k .. 4k+3 in order.
-inline void hsum_rows(const B* rows, float* out) {
+inline void hsum_rows(const F* rows, float* out) {
     __m512 s[16];
     for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) {
         const __m512 a = rows[i], b = rows[i + 4];
-        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+        s[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(__mmask16(0xffff), a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_maskz_shuffle_f32x4(__mmask16(0xffff), a, b, _MM_SHUFFLE(3, 2, 3, 2)));
     }
     __m512 w[4];
     for (int i = 0; i < 4; ++i)
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512 z0 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512 z1 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_ps(w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_shuffle_ps(z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
+        w[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(__mmask16(0xffff), s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_maskz_shuffle_f32x4(__mmask16(0xffff), s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 z0 = _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_maskz_shuffle_ps(__mmask16(0xffff), w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z1 = _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_maskz_shuffle_ps(__mmask16(0xffff), w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_maskz_shuffle_ps(__mmask16(0xffff), z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
 }
 
 // AVX512-BF16 (vdpbf16ps), chosen at run time: functions using these carry
@@ -392,7 +399,11 @@ inline I dot4(I acc, Q w, X4 x) {
 }
 #endif
 
-inline void hsum_rows(const B* rows, float* out) { xsimd::haddp(rows).store_unaligned(out); }
+inline void hsum_rows(const F* rows, float* out) {
+    B b[kLanes];
+    for (int i = 0; i < kLanes; ++i) b[i] = B(rows[i]);
+    xsimd::haddp(b).store_unaligned(out);
+}
 
 #else
 // ---------------------------------------------------------------------------
@@ -573,7 +584,7 @@ inline I dot4(I acc, const Q& w, X4 x) {
     return acc;
 }
 
-inline void hsum_rows(const B* rows, float* out) { xsimd::haddp(rows).store_unaligned(out); }
+inline void hsum_rows(const F* rows, float* out) { xsimd::haddp(rows).store_unaligned(out); }
 
 #endif
 
@@ -583,5 +594,11 @@ inline void hsum_rows(const B* rows, float* out) { xsimd::haddp(rows).store_unal
 
 // The float vectors as xsimd batches and back (the same registers).
 inline B to_batch(F v) { return B(v); }
+
+// exp and the sum of the lanes, on every target through xsimd's batch (the
+// same registers): xsimd's fp32 exp (~1 ulp; exp(-inf) = 0) and its
+// horizontal add.
+inline F exp(F v) { return F(xsimd::exp(B(v))); }
+inline float hsum(F v) { return xsimd::hadd(B(v)); }
 
 }  // namespace staticlm::kernels::STATICLM_NS::vec
