@@ -360,8 +360,9 @@ TEST_CASE("attention decode: lane blocks, register chunks, tile and ring edges")
     // One query row: every lane of a kv head sees the same keys, the path that
     // takes lanes in blocks of 8/4/2/1 and head_dim in register chunks. Group
     // sizes 3, 6, 7, 16 split into mixed blocks; d 48 and 80 leave chunk
-    // remainders, d 8 a partial vector on AVX-512; positions 63/64/255/256/300
-    // end, start and cross key tiles (32 keys for d <= 128, 16 above).
+    // remainders, d 8 a partial vector on AVX-512; positions 63/64, 127/128,
+    // 255/256 and 300 end, start and cross key tiles (attn_tile_keys: 128 keys
+    // for d <= 64, 64 for d <= 128, 16 above).
     struct Heads {
         int n_heads, n_kv;
     };
@@ -370,7 +371,7 @@ TEST_CASE("attention decode: lane blocks, register chunks, tile and ring edges")
     for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
         for (int d : {8, 48, 64, 80, 128, 256})
             for (Heads hd : heads)
-                for (int pos0 : {63, 64, 255, 256, 300})
+                for (int pos0 : {63, 64, 127, 128, 255, 256, 300})
                     for (int window : {0, 100}) {
                         if (n++ % 3 != 0 && !(d == 64 || d == 256)) continue;  // keep the run short
                         run_case({type, d, hd.n_heads, hd.n_kv, 1, pos0, window,
@@ -453,4 +454,61 @@ TEST_CASE("attention rejects bad shapes and too small ring caches") {
         table_for(target).attention(bad, scratch.data(), 1);
         CHECK(out[0] == 5.0f);
     }
+}
+
+TEST_CASE("attention: every row of a prefill block equals the row decoded alone, bit for bit") {
+    // A prefill block's lanes take the shared-range path for the tiles below
+    // their item's first row and the staged path for the diagonal tiles; a
+    // decoded row takes the shared path throughout. Blocks that end just
+    // before, on and after tile edges (128 keys for d 64, 64 for d 80/128, 16
+    // for d 256), odd lengths, GQA 1/3/4/8 and MQA, every cache type, 1 and 2
+    // threads (enough items that no key range is split).
+    struct Shape {
+        int d, n_heads, n_kv;
+    };
+    const Shape shapes[] = {{64, 32, 8}, {64, 6, 2}, {80, 3, 3}, {128, 8, 1}, {256, 8, 1}, {8, 5, 1}};
+    int n = 0;
+    for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
+        for (Shape sh : shapes)
+            for (int last : {127, 128, 129, 200, 383})
+                for (int t : {5, 17, 40}) {
+                    if (n++ % 2 != 0 && sh.d != 64) continue;  // keep the run short
+                    const Cache k(type, 0, sh.n_kv, last + 1, sh.d, last), v(type, 1, sh.n_kv, last + 1, sh.d, last);
+                    Case block{type, sh.d, sh.n_heads, sh.n_kv, t, last - t + 1, 0, 1.0f / std::sqrt(float(sh.d))};
+                    Block qb = make_queries(block), ob(t, sh.n_heads, sh.d, 0.0f);
+                    const AttentionArgs ab = make_args(block, qb, k, v, last + 1, ob);
+                    const size_t row = size_t(sh.n_heads) * sh.d;
+                    for (Target target : runnable_targets()) {
+                        const int threads = target == best_target() ? 2 : 1;
+                        if (attention_rows_exact(t, sh.n_heads, sh.n_kv, threads) == false) continue;
+                        std::vector<std::byte> sb(attention_scratch_bytes(t, sh.n_heads, sh.d, threads));
+                        table_for(target).attention(ab, sb.data(), threads);
+                        int differ = 0;
+                        for (int i = 0; i < t; ++i) {
+                            Case one = block;
+                            one.t = 1;
+                            one.pos0 = block.pos0 + i;
+                            Block q1(1, sh.n_heads, sh.d, 0.0f), o1(1, sh.n_heads, sh.d, 0.0f);
+                            for (size_t e = 0; e < row; ++e) q1.data()[e] = qb.data()[size_t(i) * qb.ld + e];
+                            const AttentionArgs a1 = make_args(one, q1, k, v, last + 1, o1);
+                            std::vector<std::byte> s1(attention_scratch_bytes(1, sh.n_heads, sh.d, 1));
+                            table_for(target).attention(a1, s1.data(), 1);
+                            for (size_t e = 0; e < row; ++e)
+                                differ += o1.data()[e] != ob.data()[size_t(i) * ob.ld + e];
+                        }
+                        CHECK_MESSAGE(differ == 0, target_name(target), " threads ", threads, " ",
+                                      describe(block, last + 1), ": ", differ, " elements differ");
+                    }
+                }
+}
+
+TEST_CASE("attention prefill blocks deep in the cache match the reference") {
+    // Blocks whose items run many shared-range tiles before their diagonal
+    // tiles, and windows that start mid-tile (the staged path).
+    for (KvType type : {KvType::f16, KvType::q8, KvType::f32})
+        for (int d : {64, 128, 256}) {
+            const float scale = 1.0f / std::sqrt(float(d));
+            run_case({type, d, 2048 / d, 512 / d, 37, 600, 0, scale});  // 32/8, 16/4, 8/2 heads
+            run_case({type, d, 8, 2, 19, 450, 200, scale});
+        }
 }

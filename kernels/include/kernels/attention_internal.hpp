@@ -23,20 +23,24 @@ constexpr int attn_padded_dim(int head_dim) {
     return (head_dim + kAttnVector - 1) / kAttnVector * kAttnVector;
 }
 
-// Keys per tile: the online-softmax rescale costs one pass over a lane's
-// accumulator per tile, 1/tile of the P·V work; 32 keys make it ~3%. For wide
-// heads 16 keys keep the fp32 K and V tiles (2 × 16 × 512 × 4 = 64 KiB) near L1.
-constexpr int attn_tile_keys(int head_dim) { return attn_padded_dim(head_dim) <= 128 ? 32 : 16; }
+// Keys per tile. Each tile costs every lane one softmax step (a horizontal
+// max and sum, a scalar exp, one vector exp per kW keys, the rescale of its
+// accumulator): against the 2·head_dim FMAs per key that is about a third of
+// the work at 32 keys and head_dim 64, a tenth at 128 keys. Wider heads need
+// fewer keys for the same share, and the staged fp32 K and V tiles
+// (2 × tile × head_dim × 4 bytes) stay at 64 KiB: 128 keys up to head_dim 64,
+// 64 up to 128, 16 above.
+constexpr int attn_tile_keys(int head_dim) {
+    return attn_padded_dim(head_dim) <= 64 ? 128 : attn_padded_dim(head_dim) <= 128 ? 64 : 16;
+}
 
 // Keys per tile of the shared-range path (decode: every lane of the item sees
 // the same keys). The same as the staged path's, on purpose: with the same
-// tile boundaries (both start at the lane's first visible key) the two paths
-// do the same fp32 operations in the same order for a lane, so a row's output
+// tile boundaries (both on the grid of absolute positions) the two paths do
+// the same fp32 operations in the same order for a lane, so a row's output
 // does not depend on whether it was prefilled or decoded (the runtime's split
 // invariance; with q8 activations and an f16 cache a last-bit difference can
-// flip a rounding and show as PEIR ~4e-3). Longer tiles (256 keys for d64,
-// 64 for d256) looked up to ~10% faster for d64 decode, within this machine's
-// run-to-run noise; exactness across splits is worth more.
+// flip a rounding and show as PEIR ~4e-3).
 constexpr int attn_shared_tile_keys(int head_dim) { return attn_tile_keys(head_dim); }
 
 // How attention() lays out its work: lanes per work item and work items, for
