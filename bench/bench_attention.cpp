@@ -1,7 +1,8 @@
 // Attention benchmarks on an f16 static cache: decode (one query row, GB/s of
 // K/V read vs read bandwidth) and a prefill block of kPrefillRows rows (GOPS vs
 // the fp32 FMA peak) at contexts 512, 2048, 8192; the same on a q8 cache
-// (names ending /q8; GB/s of the q8 bytes read) for head_dim 64, 128 and 256.
+// (names ending /q8; GB/s of the q8 bytes read) for head_dim 64, 128 and 256;
+// long-context decode at 4096 and 16384 for head_dim 64 and 128, f16 and q8.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ constexpr Heads kHeads[] = {{64, 32, 8}, {256, 8, 1}, {512, 8, 1}};
 // q8 against f16 at the head widths of Llama (64), Qwen/Llama-8B (128) and Gemma 3 (256).
 constexpr Heads kQ8Heads[] = {{64, 32, 8}, {128, 32, 8}, {256, 8, 1}};
 constexpr int kContexts[] = {512, 2048, 8192};
+constexpr int kLongContexts[] = {4096, 16384};
 constexpr int kPrefillRows = 128;  // one mid-size prefill bucket
 
 struct Case {
@@ -159,6 +161,11 @@ void register_attention(const Options& opts) {
                 if (h.head_dim == 128) add({h, ctx, t});  // f16 at 128 (64 and 256 are above)
                 add({h, ctx, t, KvType::q8});
             }
+    // Long-context decode (the depth rows of `staticlm bench --depth`): Llama
+    // (64) and Qwen/Llama-8B (128) heads, f16 and q8 caches.
+    for (int ctx : kLongContexts)
+        for (const Heads& h : {kQ8Heads[0], kQ8Heads[1]})
+            for (KvType kv : {KvType::f16, KvType::q8}) add({h, ctx, 1, kv});
     register_kv_q8_lab();
 }
 

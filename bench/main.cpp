@@ -195,6 +195,11 @@ void print_summary(const SummaryReporter& rep, const Options& o) {
              std::string("attn_decode/") + heads + "/" + ctx, "GB/s", "ratio_bw",
              "K/V bytes at read bandwidth");
     }
+    if (!o.quick)
+        for (const char* kv : {"", "/q8"})
+            line(std::string("attention decode hd64/q32kv8 ctx16384") + (*kv ? " q8" : " f16"),
+                 std::string("attn_decode/hd64/q32kv8/ctx16384") + kv, "GB/s", "ratio_bw",
+                 "K/V bytes at read bandwidth");
 }
 
 }  // namespace
