@@ -46,8 +46,8 @@ struct Carver {
 }  // namespace
 
 Workspace::Workspace(const ModelConfig& c, std::span<const WeightType> weights, int q_max, int n_threads,
-                     bool all_logits)
-    : q_max_(q_max) {
+                     int logits_rows)
+    : q_max_(q_max), logits_rows_(std::clamp(logits_rows, 1, std::max(q_max, 1))) {
     const Dims d = max_dims(c);
     const size_t q = size_t(q_max);
     const size_t h = size_t(c.hidden);
@@ -76,7 +76,7 @@ Workspace::Workspace(const ModelConfig& c, std::span<const WeightType> weights, 
         up = cv.take<float>(q * ld_ffn);
         ple = n_ple ? cv.take<float>(q * n_ple) : nullptr;
         ple_tmp = n_ple ? cv.take<float>(q * n_ple) : nullptr;
-        logits = cv.take<float>((all_logits ? q : 1) * size_t(c.vocab));
+        logits = cv.take<float>(size_t(logits_rows_) * size_t(c.vocab));
         matmul_scratch = cv.take<std::byte>(mm);
         attn_scratch = cv.take<std::byte>(att);
     };
@@ -242,9 +242,13 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
     const bool owns = lc.kv_source == il;
 
     project_qkv(model, kt, ws, a, il);
-    // Row i: RoPE at its position, its K/V into its cache, attention over that
-    // cache, with `threads` threads and attention scratch `scratch`.
-    auto row = [&](int i, std::byte* scratch, int threads) {
+    // Row i: RoPE at its position and its K/V into its cache; then attention
+    // over that cache, with `threads` threads and attention scratch `scratch`.
+    // Several rows may be one sequence at consecutive positions (a run of
+    // BatchSession::decode_runs): a row then reads the K/V of the rows before
+    // it, so every store precedes the attention of a later row, and no row
+    // reads a later one (attention stops at the row's own position).
+    auto store = [&](int i) {
         const int pos = a.seqs->pos[i];
         StaticKVCache& cache = *a.seqs->caches[i];
         float* q = ws.q + size_t(i) * ldq;
@@ -257,7 +261,12 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
             scale_rotated(kt, lc, k, ldkv, 1, lc.n_kv_heads);
             cache.store(kt, il, pos, 1, k, ws.v + size_t(i) * ldkv, ldkv);
         }
-        kt.attention(attention_args(lc, cache.view(il), q, ws.attn + size_t(i) * ldq, 1, pos), scratch, threads);
+    };
+    auto attend = [&](int i, std::byte* scratch, int threads) {
+        const int pos = a.seqs->pos[i];
+        StaticKVCache& cache = *a.seqs->caches[i];
+        kt.attention(attention_args(lc, cache.view(il), ws.q + size_t(i) * ldq, ws.attn + size_t(i) * ldq, 1, pos),
+                     scratch, threads);
     };
     // A one-row attention gives the same bits on one thread as on n_threads
     // unless it has fewer query heads than threads (then the kernel splits the
@@ -265,11 +274,15 @@ void attention_rows(const Model& model, const kernels::KernelTable& kt, Workspac
     // threads; otherwise one parallel region serves all rows, a thread per row.
     const int nt = std::max(1, a.n_threads);
     if (t == 1 || nt == 1 || lc.n_heads < nt) {
-        for (int i = 0; i < t; ++i) row(i, ws.attn_scratch, nt);
+        for (int i = 0; i < t; ++i) {
+            store(i);
+            attend(i, ws.attn_scratch, nt);
+        }
     } else {
+        for (int i = 0; i < t; ++i) store(i);
         const size_t per_thread = kernels::attention_scratch_bytes(1, lc.n_heads, hd, 1);
         kernels::parallel_for(nt, t, [&](int i, const kernels::Team& team) {
-            row(i, ws.attn_scratch + size_t(team.tid()) * per_thread, 1);
+            attend(i, ws.attn_scratch + size_t(team.tid()) * per_thread, 1);
         });
     }
     attention_epilogue(model, kt, ws, a, il);
@@ -376,10 +389,18 @@ bool forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
     kt.rmsnorm(src, h, rows, c.hidden, w.final_norm, c.rms_eps, ws.xn, h);
     if (a.dump) a.dump("final_norm", -1, ws.xn, rows, c.hidden, h);
     const size_t v = size_t(c.vocab);
-    kernels::matmul(kt, w.lm_head, ws.xn, h, rows, ws.logits, v, ws.matmul_scratch, a.n_threads);
-    if (c.logits_divisor != 1.0f) kt.scale(ws.logits, size_t(rows) * v, 1.0f / c.logits_divisor);
-    if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(rows) * v, c.final_softcap);
-    if (a.dump) a.dump("logits", -1, ws.logits, rows, c.vocab, v);
+    // The head in pieces of at most logits_rows rows ([logits_rows][V] is
+    // all the room there is; the caller takes each piece in on_rows).
+    const int piece = std::min(rows, ws.logits_rows());
+    if (piece < rows && !a.on_rows.fn) return false;  // a caller's mistake: every Session path sets it
+    for (int r0 = 0; r0 < rows; r0 += piece) {
+        const int n = std::min(piece, rows - r0);
+        kernels::matmul(kt, w.lm_head, ws.xn + size_t(r0) * h, h, n, ws.logits, v, ws.matmul_scratch, a.n_threads);
+        if (c.logits_divisor != 1.0f) kt.scale(ws.logits, size_t(n) * v, 1.0f / c.logits_divisor);
+        if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(n) * v, c.final_softcap);
+        if (a.dump) a.dump("logits", -1, ws.logits, n, c.vocab, v);
+        if (a.on_rows.fn && !a.on_rows.fn(a.on_rows.ctx, r0, n)) return false;
+    }
     return true;
 }
 

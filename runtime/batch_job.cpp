@@ -311,7 +311,7 @@ public:
             if (s.empty()) throw Error(ErrorKind::config, "empty stop string");
         const std::vector<int>& stop_ids = r.options.stop_ids.empty() ? eos_ : r.options.stop_ids;
         const int slot = gen_.submit(r.tag, r.prompt, r.options.sampling, r.options.max_tokens, stop_ids,
-                                     r.options.logprobs, r.options.constraint);
+                                     r.options.logprobs, r.options.constraint, r.options.speculation);
         const long n_prompt = long(r.prompt.size());
         try {
             BatchSession& bs = gen_.session();
@@ -352,8 +352,8 @@ public:
             Text& t = texts_[size_t(slot)];
             const std::span<const int> ids = gen_.generated(slot);
             if (t.top_n > 0 && t.top.size() < ids.size() * size_t(t.top_n)) {
-                // A step adds at most one token: its alternatives are the last ones.
-                const std::span<const TokenLogprob> top = gen_.last_top_logprobs(slot);
+                // The alternatives of the tokens this step added (one, or with speculation several).
+                const std::span<const TokenLogprob> top = gen_.step_top_logprobs(slot);
                 t.top.insert(t.top.end(), top.begin(), top.end());
             }
             while (t.seen < ids.size() && t.stream) {
@@ -372,7 +372,8 @@ public:
                 const size_t safe = stopped ? t.text.size() : detail::safe_prefix(t.text, t.emitted, t.stops);
                 t.emitted = std::max(t.emitted, safe);
                 if (stopped) {
-                    gen_.stop(slot, StopReason::stop_string);
+                    // A speculative step may have added tokens after this one: they go.
+                    gen_.stop(slot, StopReason::stop_string, int(t.seen));
                     break;
                 }
             }
@@ -403,6 +404,7 @@ private:
             const std::span<const float> lp = gen_.logprobs(slot);
             o.result.logprobs.assign(lp.begin(), lp.end());
             o.result.top_n = t.top_n;
+            t.top.resize(ids.size() * size_t(std::max(t.top_n, 0)));  // a stop string may have cut the step
             o.result.top_logprobs = std::move(t.top);
             t.top = {};
         }

@@ -261,6 +261,7 @@ struct slm_batch {
     // What the last slm_batch_collect returned points into these.
     Done collected;
     bool has_collected = false;
+    staticlm::SpeculationOptions speculation;  // every request's (slm_batch_create_speculative)
     std::vector<slm_token_logprob> collected_top;
 
     // Moves a finished request from running to done.
@@ -521,28 +522,59 @@ staticlm::SessionOptions session_options(const slm_model& model, int max_seq, sl
     return so;
 }
 
+// The library's options from slm_speculation_params (NULL: off), checked.
+staticlm::SpeculationOptions speculation_from(const slm_speculation_params* spec) {
+    staticlm::SpeculationOptions o;
+    if (!spec) return o;
+    const slm_speculation_params p =
+        read_params(spec, slm_speculation_default_params(), "slm_speculation_params");
+    o.max_draft = p.max_draft;
+    o.max_ngram = p.max_ngram;
+    o.min_ngram = p.min_ngram;
+    staticlm::check_speculation_options(o);
+    return o;
+}
+
+void check_stats(const slm_speculation_stats* stats) {
+    if (stats && stats->size != sizeof(slm_speculation_stats))
+        throw Error(ErrorKind::config, "slm_speculation_stats.size is " + std::to_string(stats->size) +
+                                           ", set it to sizeof(slm_speculation_stats) (" +
+                                           std::to_string(sizeof(slm_speculation_stats)) + ")");
+}
+
+void write_stats(const staticlm::GenerateStats& g, slm_speculation_stats* stats) {
+    if (!stats) return;
+    stats->draft_steps = g.draft_steps;
+    stats->drafted_tokens = g.drafted_tokens;
+    stats->accepted_tokens = g.accepted_tokens;
+}
+
 // slm_generate, constrained when `constrained` (constraint checked first: a
-// refused one leaves the session as it was).
+// refused one leaves the session as it was), with speculation when `spec`.
 slm_status run_generate(slm_session* s, const int32_t* prompt, size_t n_prompt, const slm_generate_params* params,
                         bool constrained, const slm_constraint* constraint, slm_generate_result* result,
-                        int* complete) {
+                        int* complete, const slm_speculation_params* spec = nullptr,
+                        slm_speculation_stats* stats = nullptr) {
     if (!prompt && n_prompt) return null_arg("prompt");
     return with_session(s, [&] {
         check_result(result);
+        check_stats(stats);
         GenerateCall call = generate_call(*s->model, params);
         staticlm::GenerateOptions o = call.options;
         if (constrained) o.constraint = use_constraint(constraint, *s->model);
+        o.speculation = speculation_from(spec);
         o.on_token = call.sink(s->session);
         const staticlm::GenerateResult r = staticlm::generate(s->session, staticlm::model_tokenizer(*s->model),
                                                               std::span<const int>(prompt, n_prompt), o);
         write_result(r, result);
+        write_stats(r.stats, stats);
         if (complete) *complete = r.complete ? 1 : 0;
     });
 }
 
-// A batch; prefix NULL: no prefix pool.
+// A batch; prefix NULL: no prefix pool; spec NULL: no speculation.
 slm_status create_batch(slm_model* model, const slm_batch_params* params, const slm_batch_prefix_params* prefix,
-                        slm_batch** out) {
+                        slm_batch** out, const slm_speculation_params* spec = nullptr) {
     if (!model || !out) return null_arg("model/out");
     *out = nullptr;
     return guard(&model->log, [&] {
@@ -550,6 +582,8 @@ slm_status create_batch(slm_model* model, const slm_batch_params* params, const 
         staticlm::BatchSessionOptions o;
         o.slots = p.slots;
         o.session = session_options(*model, p.max_seq, p.kv, p.threads);
+        const staticlm::SpeculationOptions so = speculation_from(spec);
+        o.max_draft = so.max_draft;
         staticlm::PrefixOptions po;  // pool_tokens 0: none
         int min_tokens = 0;
         if (prefix) {
@@ -569,6 +603,7 @@ slm_status create_batch(slm_model* model, const slm_batch_params* params, const 
         b->log = model->log;
         b->chat_format = model->chat_format;
         b->engine = staticlm::make_batched_engine(model->model, o, p.prefill_budget, po);
+        b->speculation = so;
         b->pool_tokens = po.pool_tokens < 0 ? o.session.max_seq : po.pool_tokens;
         if (b->pool_tokens > 0) b->prefixes.emplace(min_tokens);
         b->running.reserve(size_t(p.slots));
@@ -609,6 +644,7 @@ slm_status submit_request(slm_batch* b, const slm_batch_request* request, bool c
         o.stop_strings = stop_strings(r.stop_strings, r.n_stop_strings);
         o.logprobs = r.logprobs;
         if (constrained) o.constraint = use_constraint(constraint, *b->model);
+        o.speculation = b->speculation;
         er.tag = b->next_id;
         if (b->engine->active() >= b->engine->capacity())
             throw Error(ErrorKind::capacity, "all " + std::to_string(b->engine->capacity()) +
@@ -1096,6 +1132,67 @@ slm_status slm_batch_submit(slm_batch* b, const slm_batch_request* request, uint
 slm_status slm_batch_submit_constrained(slm_batch* b, const slm_batch_request* request,
                                         const slm_constraint* constraint, uint64_t* id) {
     return submit_request(b, request, true, constraint, id);
+}
+
+slm_speculation_params slm_speculation_default_params(void) {
+    slm_speculation_params p{};
+    p.size = sizeof p;
+    p.max_draft = 8;
+    p.max_ngram = 3;
+    p.min_ngram = 1;
+    return p;
+}
+
+slm_status slm_speculation_parse(const char* text, slm_speculation_params* out) {
+    if (!text || !out) return null_arg("text/out");
+    return guard(nullptr, [&] {
+        if (out->size != sizeof(slm_speculation_params))
+            throw Error(ErrorKind::config, "slm_speculation_params.size is " + std::to_string(out->size) +
+                                               ", set it to sizeof(slm_speculation_params) (" +
+                                               std::to_string(sizeof(slm_speculation_params)) + ")");
+        const std::string v = text;
+        slm_speculation_params p = slm_speculation_default_params();
+        if (v.empty() || v == "off") {
+            p.max_draft = 0;
+        } else if (v != "ngram") {
+            const std::string n = v.rfind("ngram:", 0) == 0 ? v.substr(6) : std::string();
+            const bool digits = !n.empty() && n.size() <= 3 && n.find_first_not_of("0123456789") == std::string::npos;
+            const int draft = digits ? std::stoi(n) : 0;
+            if (draft < 1 || draft > staticlm::kMaxDraft)
+                throw Error(ErrorKind::config, "speculation takes ngram or ngram:N with N in 1.." +
+                                                   std::to_string(staticlm::kMaxDraft) +
+                                                   " (the most tokens drafted per step), or off; got '" +
+                                                   v.substr(0, 64) + "'");
+            p.max_draft = draft;
+        }
+        *out = p;
+    });
+}
+
+slm_status slm_generate_speculative(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                                    const slm_generate_params* params, const slm_constraint* constraint,
+                                    const slm_speculation_params* spec, slm_generate_result* result, int* complete,
+                                    slm_speculation_stats* stats) {
+    return run_generate(s, prompt, n_prompt, params, constraint != nullptr, constraint, result, complete, spec,
+                        stats);
+}
+
+slm_status slm_batch_create_speculative(slm_model* model, const slm_batch_params* params,
+                                        const slm_batch_prefix_params* prefix, const slm_speculation_params* spec,
+                                        slm_batch** out) {
+    return create_batch(model, params, prefix, out, spec);
+}
+
+slm_status slm_batch_collected_speculation(const slm_batch* b, slm_speculation_stats* stats) {
+    if (!b || !stats) return null_arg("batch/stats");
+    return guard(nullptr, [&] {
+        check_stats(stats);
+        if (b->has_collected) {
+            write_stats(b->collected.outcome.result.stats, stats);
+        } else {
+            stats->draft_steps = stats->drafted_tokens = stats->accepted_tokens = 0;
+        }
+    });
 }
 
 int slm_batch_collected_complete(const slm_batch* b) {

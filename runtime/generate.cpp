@@ -54,6 +54,7 @@ struct RowSink {
 
 // The most decode steps in a row without drafting after rejected drafts.
 constexpr int kMaxCooldown = 16;
+static_assert(kLogitsRows >= kMaxDraft + 1, "a verification's rows come in one piece");
 
 int largest_bucket(const std::vector<int>& buckets) {
     int q = 1;
@@ -61,8 +62,19 @@ int largest_bucket(const std::vector<int>& buckets) {
     return q;
 }
 
-// Error(config) naming the speculation field out of range.
+// Error(config) naming the speculation field out of range, or a session without all_logits.
 void check_speculation(const SpeculationOptions& o, const Session& session) {
+    check_speculation_options(o);
+    if (o.max_draft == 0) return;
+    if (!session.options().all_logits)
+        throw Error(ErrorKind::config, "speculation (max_draft " + std::to_string(o.max_draft) +
+                                           ") needs a session created with all_logits: the draft is verified "
+                                           "on every row's logits");
+}
+
+}  // namespace
+
+void check_speculation_options(const SpeculationOptions& o) {
     if (o.max_draft < 0 || o.max_draft > kMaxDraft)
         throw Error(ErrorKind::config, "speculation max_draft must be in 0.." + std::to_string(kMaxDraft) +
                                            " (0: off), got " + std::to_string(o.max_draft));
@@ -73,14 +85,7 @@ void check_speculation(const SpeculationOptions& o, const Session& session) {
     if (o.min_ngram < 1 || o.min_ngram > o.max_ngram)
         throw Error(ErrorKind::config, "speculation min_ngram must be in 1..max_ngram (" +
                                            std::to_string(o.max_ngram) + "), got " + std::to_string(o.min_ngram));
-    if (!session.options().all_logits)
-        throw Error(ErrorKind::config, "speculation (max_draft " + std::to_string(o.max_draft) +
-                                           ") needs a session created with all_logits: the draft is verified "
-                                           "on every row's logits");
 }
-
-
-}  // namespace
 
 const char* stop_reason_name(StopReason reason) {
     switch (reason) {

@@ -92,26 +92,46 @@ std::span<const float> Session::Impl::run(std::span<const int> tokens, int P, co
         const bool last = s + 1 == n_steps;
         a.logits = sink ? ForwardArgs::Logits::all
                         : (last ? ForwardArgs::Logits::last : ForwardArgs::Logits::none);
-        if (!forward(*model, *rules.kt, seq.cache, ws, a)) throw_aborted(P, done, int(tokens.size()), s, a.pos0 + t);
-        if (a.logits != ForwardArgs::Logits::none) {
-            const size_t rows = a.logits == ForwardArgs::Logits::all ? size_t(t) : 1;
-            const long bad = first_non_finite(ws.logits, rows * size_t(vocab));
-            if (bad >= 0) {
-                // Slots from P on may now hold non-finite K/V; pos becomes P
-                // (an append's unchanged pos, a prefill's 0: the positions it
-                // overwrote are gone), so they are never read. Ring caches lose
-                // what they overwrote.
-                seq.high_water = std::max(seq.high_water, a.pos0 + t);
-                seq.pos = std::min(seq.pos, P);
-                throw_non_finite(tokens, P, buckets, a.pos0 + (rows == 1 ? t - 1 : int(size_t(bad) / size_t(vocab))));
+        // Every row's logits come in pieces of ws.logits_rows() rows: each is
+        // checked, then given to the sink; the last row is kept.
+        struct Rows {
+            Impl* self;
+            LogitsSink sink;
+            int pos0, t;
+            bool last;
+            int bad_pos = -1;  // the first non-finite row's position
+            static bool fn(void* ctx, int row0, int rows) {
+                Rows& r = *static_cast<Rows*>(ctx);
+                const int vocab = r.self->rules.vocab;
+                const long bad = first_non_finite(r.self->ws.logits, size_t(rows) * size_t(vocab));
+                if (bad >= 0) {
+                    r.bad_pos = r.pos0 + row0 + int(size_t(bad) / size_t(vocab));
+                    return false;
+                }
+                r.sink.fn(r.sink.ctx, r.pos0 + row0, r.self->ws.logits, rows, vocab);
+                if (r.last && row0 + rows == r.t)
+                    std::memcpy(r.self->last_logits.data(), r.self->ws.logits + size_t(rows - 1) * size_t(vocab),
+                                size_t(vocab) * sizeof(float));
+                return true;
             }
+        } rows_sink{this, sink, a.pos0, t, last};
+        if (sink) a.on_rows = RowsSink{Rows::fn, &rows_sink};
+        const bool ran = forward(*model, *rules.kt, seq.cache, ws, a);
+        int bad_pos = rows_sink.bad_pos;
+        if (ran && !sink && a.logits == ForwardArgs::Logits::last && first_non_finite(ws.logits, size_t(vocab)) >= 0)
+            bad_pos = a.pos0 + t - 1;
+        if (bad_pos >= 0) {
+            // Slots from P on may now hold non-finite K/V; pos becomes P
+            // (an append's unchanged pos, a prefill's 0: the positions it
+            // overwrote are gone), so they are never read. Ring caches lose
+            // what they overwrote.
+            seq.high_water = std::max(seq.high_water, a.pos0 + t);
+            seq.pos = std::min(seq.pos, P);
+            throw_non_finite(tokens, P, buckets, bad_pos);
         }
+        if (!ran) throw_aborted(P, done, int(tokens.size()), s, a.pos0 + t);
         std::memcpy(this->tokens.data() + a.pos0, a.tokens, size_t(t) * sizeof(int));
-        if (sink) sink.fn(sink.ctx, a.pos0, ws.logits, t, vocab);
-        if (last) {
-            const float* row = sink ? ws.logits + size_t(t - 1) * size_t(vocab) : ws.logits;
-            std::memcpy(last_logits.data(), row, size_t(vocab) * sizeof(float));
-        }
+        if (last && !sink) std::memcpy(last_logits.data(), ws.logits, size_t(vocab) * sizeof(float));
         done += t;
     }
     seq.wrote(P, P + done);
@@ -151,6 +171,7 @@ void Session::Impl::throw_non_finite(std::span<const int> tokens, int P, const s
         a.logits = options.all_logits  ? ForwardArgs::Logits::all
                    : s + 1 == n_steps ? ForwardArgs::Logits::last
                                       : ForwardArgs::Logits::none;
+        a.on_rows = RowsSink{[](void*, int, int) { return true; }, nullptr};  // the finder sees every piece
         (void)forward(*model, *rules.kt, seq.cache, ws, a);
         if (finder.layer != -2) finder.row += a.pos0;
         done += a.t;
@@ -181,7 +202,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
                  "max_seq " + std::to_string(r.max_seq) + " needs", "max_seq");
     try {
         s.seq = Sequence(r);
-        s.ws = Workspace(s.model->config(), s.model->matrix_types(), r.q_max, r.threads, options.all_logits);
+        s.ws = Workspace(s.model->config(), s.model->matrix_types(), r.q_max, r.threads,
+                         options.all_logits ? std::min(r.q_max, kLogitsRows) : 1);
         s.last_logits.assign(size_t(r.vocab), 0.0f);
         s.tokens.assign(size_t(r.max_seq), 0);
         s.steps.resize(size_t(r.max_seq) + 1);

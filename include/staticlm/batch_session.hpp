@@ -10,6 +10,7 @@
 // (bit for bit with q8 weights; see docs/BATCH.md for float weights).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,9 +24,20 @@ namespace staticlm {
 class Model;
 class PrefixPool;
 
+// Rows a decode step holds for drafted tokens beyond one per slot, at most
+// (speculation: BatchSessionOptions::max_draft).
+constexpr int kMaxDraftRows = 64;
+
 struct BatchSessionOptions {
     int slots = 16;           // S: sequences held (and decoded) at once
     SessionOptions session;   // per slot: max_seq, buckets, KV type, ring; threads for all
+    // Prompt-lookup speculation (BatchGenerator::submit): the most tokens one
+    // slot drafts per step, 0..kMaxDraft (0: none). A decode step then holds
+    // S + draft_rows() rows (their logits [rows][vocab] are the step's).
+    int max_draft = 0;
+    int draft_rows() const {
+        return max_draft <= 0 ? 0 : std::min(slots * max_draft, std::max(max_draft, kMaxDraftRows));
+    }
 };
 
 class BatchSession {
@@ -49,6 +61,15 @@ public:
     // One step of n = slots.size() rows (distinct slots, 1 <= n <= S): row i
     // appends tokens[i] to slots[i]. Each slot's logits(slot) is its row.
     void decode(std::span<const int> slots, std::span<const int> tokens);
+    // One step of runs (speculation's verification): slots[i] appends its
+    // counts[i] >= 1 tokens, which follow each other in `tokens` (sum of
+    // counts <= max_rows()); every row is computed as a one-row decode of its
+    // sequence, after the rows before it in its run. row_logits(r) is row r's
+    // ([vocab], until the next call), logits(slot) the last of its run. A run
+    // is at most the largest prefill or append bucket (so it can be rewound).
+    void decode_runs(std::span<const int> slots, std::span<const int> counts, std::span<const int> tokens);
+    std::span<const float> row_logits(int row) const;
+    int max_rows() const;  // S + options().draft_rows()
     void reset(int slot);
     void rewind(int slot, int n);
     // Session::save_prefix / load_prefix of one slot (prefix_pool.hpp).
@@ -95,10 +116,15 @@ public:
     // logprobs: as GenerateOptions::logprobs (-1 off, else 0..kMaxLogprobs
     // alternatives), the values of generate() alone bit for bit.
     // constraint: as GenerateOptions::constraint (held until release()).
+    // speculation: as GenerateOptions::speculation (drafts from the slot's
+    // prompt + output, verified in its run of one decode_runs step, the
+    // rejected tail rewound); max_draft at most the options' max_draft
+    // (Error(config) otherwise). Greedy output and log-probabilities are
+    // those without it bit for bit; sampled output has the same distribution.
     static constexpr int kMaxStopIds = 16;
     int submit(uint64_t tag, std::span<const int> prompt, const SamplingOptions& sampling,
                int max_tokens, std::span<const int> stop_ids, int logprobs = -1,
-               std::shared_ptr<const Constraint> constraint = nullptr);
+               std::shared_ptr<const Constraint> constraint = nullptr, const SpeculationOptions& speculation = {});
     // Right after submit(): the slot's first n prompt tokens are taken from a
     // filled prefix pool entry instead of being prefilled (their K/V are
     // copied; n < the prompt's length, so the first token is sampled from a
@@ -106,8 +132,9 @@ public:
     void start_after_prefix(int slot, const PrefixPool& pool, int entry, int n);
     // Prefills waiting prompts (up to the budget; a prompt's first token is
     // sampled when its prefill completes), then decodes one token for every
-    // other running sequence. Each sequence gains at most one token per step.
-    // Returns how many sequences finished in this step.
+    // other running sequence. Each sequence gains one token per step, or
+    // with speculation up to max_draft + 1 (its drafted tokens accepted and
+    // one more). Returns how many sequences finished in this step.
     int step();
 
     bool in_use(int slot) const;
@@ -116,10 +143,12 @@ public:
     std::span<const int> prompt(int slot) const;
     std::span<const int> generated(int slot) const;
     // With logprobs >= 0: each generated token's log-probability, and the
-    // alternatives of the last generated one (a step adds at most one token,
-    // so a caller that reads them after every step sees every token's).
+    // alternatives of the last generated one; step_top_logprobs: those of
+    // every token the last step added ([n][top_n], in order), so a caller
+    // that reads them after every step sees every token's.
     std::span<const float> logprobs(int slot) const;
     std::span<const TokenLogprob> last_top_logprobs(int slot) const;
+    std::span<const TokenLogprob> step_top_logprobs(int slot) const;
     StopReason reason(int slot) const;  // valid once finished
     // With a constraint: the output so far is a complete value.
     bool complete(int slot) const;
@@ -127,7 +156,10 @@ public:
     // Ends a running sequence (or changes the reason of one that finished in
     // the last step by length or capacity) with `reason`, keeping its tokens:
     // a caller that found a stop string in the text after the last token.
-    void stop(int slot, StopReason reason);
+    // keep >= 0: only the first `keep` generated tokens stay (a stop string
+    // completed by a token before the last of a speculative step; keep must
+    // not drop tokens of earlier steps), whatever the slot's state.
+    void stop(int slot, StopReason reason, int keep = -1);
     // Frees a finished slot for submit().
     void release(int slot);
 

@@ -90,6 +90,10 @@ struct SpeculationOptions {
     int min_ngram = 1;  // the shortest suffix that may propose a draft (1..max_ngram)
 };
 
+// Error(config) naming a field out of range (max_draft 0..kMaxDraft; with
+// max_draft > 0, max_ngram 1..kMaxNgram and min_ngram 1..max_ngram).
+void check_speculation_options(const SpeculationOptions& options);
+
 // Drafts up to out.size() tokens for what follows `history` (prompt + text so
 // far): the most recent earlier occurrence of its last n tokens, for the
 // largest n in [min_ngram, max_ngram] that occurs, proposes the tokens that

@@ -37,9 +37,18 @@ struct SessionOptions {
     std::vector<int> append_buckets = {16, 32, 64};
     KvType kv = KvType::f16;
     int threads = 0;          // 0: the CPUs of this process's affinity set; at most max_threads()
-    bool all_logits = false;  // keep a [Q_max][vocab] buffer so sinks can see every row
+    // Sinks see every row: a buffer of min(Q_max, kLogitsRows) rows of logits,
+    // which a block fills kLogitsRows rows at a time (a speculative draft's
+    // whole verification at once: kMaxDraft + 1 rows).
+    bool all_logits = false;
     bool ring_sliding = false;  // sliding layers keep window + Q_max slots
 };
+
+// The rows of logits a session with all_logits holds at once (65: one
+// speculative verification of kMaxDraft drafted tokens and the token before
+// them; 65 MiB with Gemma 3's 262144-token vocabulary, where Q_max = 512 rows
+// would take 512 MiB).
+constexpr int kLogitsRows = 65;
 
 // One step of a plan: a block of Q rows of which the first t are valid.
 struct Step {
@@ -49,7 +58,8 @@ struct Step {
 };
 
 // Receives the logits of every valid row of each step (needs all_logits):
-// rows [t][vocab] for positions pos .. pos + t - 1.
+// rows [t][vocab] for positions pos .. pos + t - 1, in pieces of at most
+// kLogitsRows rows.
 struct LogitsSink {
     void (*fn)(void* ctx, int pos, const float* rows, int t, int vocab) = nullptr;
     void* ctx = nullptr;

@@ -70,7 +70,7 @@
  * logits in generation, and scoring to 1; 3 adds constrained output (JSON
  * Schema, GBNF) and a batch's prefix pool. Every function and struct layout
  * of an older version stays valid (libstaticlm.so.1). */
-#define SLM_API_VERSION 3
+#define SLM_API_VERSION 4
 
 #if defined(_WIN32)
 #define SLM_API
@@ -577,6 +577,57 @@ typedef struct slm_batch_counters {
     int pool_tokens;          /* the pool's size (0: none) */
 } slm_batch_counters;
 SLM_API slm_status slm_batch_get_counters(const slm_batch* b, slm_batch_counters* counters);
+
+/* --------------------------------- prompt-lookup speculation (C API 4) */
+
+/* Extraction and rewrite jobs copy runs of the prompt into the answer. With
+ * speculation, a step drafts up to max_draft tokens from the text itself (the
+ * tokens that followed the most recent earlier occurrence of its last n
+ * tokens, n from max_ngram down to min_ngram) and verifies them in one pass,
+ * so a copied run costs about one pass per max_draft tokens. Greedy output,
+ * log-probabilities and stop reasons are those without speculation, bit for
+ * bit; sampled output keeps its distribution (the standard acceptance rule)
+ * but draws another random stream, so a seed gives other text than without
+ * speculation. docs/RUNTIME.md, "Speculative decoding". */
+typedef struct slm_speculation_params {
+    size_t size;   /* sizeof(slm_speculation_params) */
+    int max_draft; /* 8: most tokens drafted per step, 1..64; 0: off */
+    int max_ngram; /* 3: the longest suffix matched, 1..16 */
+    int min_ngram; /* 1: the shortest suffix that may propose a draft, 1..max_ngram */
+} slm_speculation_params;
+
+/* What speculation did in one generation or batch request. */
+typedef struct slm_speculation_stats {
+    size_t size;         /* set to sizeof(slm_speculation_stats) before the call */
+    int draft_steps;     /* verification passes that held a draft */
+    int drafted_tokens;
+    int accepted_tokens; /* of drafted_tokens */
+} slm_speculation_stats;
+
+SLM_API slm_speculation_params slm_speculation_default_params(void);
+/* "ngram" (max_draft 8) or "ngram:N" (N in 1..64), as `staticlm generate
+ * --spec` takes it, into *out (max_ngram 3, min_ngram 1); "off" or "" sets
+ * max_draft 0. SLM_ERR_CONFIG naming the text otherwise. */
+SLM_API slm_status slm_speculation_parse(const char* text, slm_speculation_params* out);
+
+/* slm_generate (constraint NULL) or slm_generate_constrained with prompt-lookup
+ * speculation (spec NULL or max_draft 0: none). The session must be created
+ * with all_logits = 1 (drafts are verified on every row's logits; the buffer
+ * holds 65 rows). *stats and *complete may be NULL. */
+SLM_API slm_status slm_generate_speculative(slm_session* s, const int32_t* prompt, size_t n_prompt,
+                                            const slm_generate_params* params, const slm_constraint* constraint,
+                                            const slm_speculation_params* spec, slm_generate_result* result,
+                                            int* complete, slm_speculation_stats* stats);
+
+/* slm_batch_create_with_prefix (prefix NULL: no prefix pool) whose requests
+ * all draft with spec: each request drafts from its own prompt and output,
+ * and its run is verified in the step's one pass with every other row. A
+ * step then holds slots + min(slots x max_draft, max(max_draft, 64)) rows. */
+SLM_API slm_status slm_batch_create_speculative(slm_model* model, const slm_batch_params* params,
+                                                const slm_batch_prefix_params* prefix,
+                                                const slm_speculation_params* spec, slm_batch** out);
+/* Of the result the last slm_batch_collect returned (zeros without speculation). */
+SLM_API slm_status slm_batch_collected_speculation(const slm_batch* b, slm_speculation_stats* stats);
 
 /* ------------------------------------------------------------------ chat */
 

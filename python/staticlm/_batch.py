@@ -265,7 +265,7 @@ def _error_result(r: _Request, kind: str, message: str) -> dict:
 
 def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: int, max_seq: int, kv: str,
               threads: int | None, seed: int, defaults: Mapping[str, object], prefix_pool: int = 0,
-              prefix_min: int = 32) -> list[dict]:
+              prefix_min: int = 32, speculate: str | None = None) -> list[dict]:
     """See Model.batch. defaults: n_predict, temperature, top_k, top_p, min_p,
     repetition_penalty, stop — the command's flags, used where a request has no value."""
     _lib.require(2, "batch")
@@ -273,6 +273,7 @@ def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: 
     prefix_min = check_int(prefix_min, "prefix_min", 1, 2**31 - 1)
     if prefix_pool != 0:
         _lib.require(3, "batch(prefix_pool=...)")
+    _lib.speculation_params(speculate)  # a bad value is refused before anything runs
     unknown = set(defaults) - {"n_predict", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "stop"}
     if unknown:
         raise TypeError(f"batch() got unexpected defaults: {', '.join(sorted(unknown))}")
@@ -301,7 +302,7 @@ def run_batch(model: Model, requests: Sequence[Mapping[str, object]], *, slots: 
         _run_scoring(model, scoring, results, max_seq=max_seq, kv=kv, threads=threads)
     if gen:
         _run_generation(model, gen, results, slots=slots, max_seq=max_seq, kv=kv, threads=threads,
-                        defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min)
+                        defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min, speculate=speculate)
     out: list[dict] = [res if res is not None else {} for res in results]
     for res in out:
         res["digest"] = digest(res)
@@ -376,7 +377,7 @@ class _Submitted:
 
 def _run_generation(model: Model, pending: deque[_Request], results: list[dict | None], *, slots: int,
                     max_seq: int, kv: str, threads: int | None, defaults: Mapping[str, object],
-                    prefix_pool: int = 0, prefix_min: int = 32) -> None:
+                    prefix_pool: int = 0, prefix_min: int = 32, speculate: str | None = None) -> None:
     bp = _lib.batch_params()
     bp.slots = slots
     bp.max_seq = max_seq
@@ -387,7 +388,16 @@ def _run_generation(model: Model, pending: deque[_Request], results: list[dict |
         _lib.require(3, "kv='q8'")
     bp.threads = model.threads if threads is None else threads
     handle = c_void_p()
-    if prefix_pool != 0:
+    spec = _lib.speculation_params(speculate)
+    if spec is not None:  # C API 4: every request drafts from its own prompt and output
+        pp = None
+        if prefix_pool != 0:
+            pp = _lib.batch_prefix_params()
+            pp.pool_tokens = prefix_pool
+            pp.min_tokens = prefix_min
+        check(_lib.lib.slm_batch_create_speculative(model.handle, byref(bp), byref(pp) if pp is not None else None,
+                                                    byref(spec), byref(handle)))
+    elif prefix_pool != 0:
         pp = _lib.batch_prefix_params()
         pp.pool_tokens = prefix_pool
         pp.min_tokens = prefix_min

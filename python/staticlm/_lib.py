@@ -185,6 +185,14 @@ class BatchPrefixParams(Structure):  # C API 3
     _fields_ = [("size", c_size_t), ("pool_tokens", c_int), ("min_tokens", c_int)]
 
 
+class SpeculationParams(Structure):  # C API 4
+    _fields_ = [("size", c_size_t), ("max_draft", c_int), ("max_ngram", c_int), ("min_ngram", c_int)]
+
+
+class SpeculationStats(Structure):  # C API 4
+    _fields_ = [("size", c_size_t), ("draft_steps", c_int), ("drafted_tokens", c_int), ("accepted_tokens", c_int)]
+
+
 class BatchCounters(Structure):  # C API 3
     _fields_ = [
         ("size", c_size_t),
@@ -296,6 +304,17 @@ _FUNCTIONS_3 = [
     ("slm_batch_get_counters", c_status, [c_void_p, POINTER(BatchCounters)]),
 ]
 
+# C API 4: prompt-lookup speculation.
+_FUNCTIONS_4 = [
+    ("slm_speculation_parse", c_status, [c_char_p, POINTER(SpeculationParams)]),
+    ("slm_generate_speculative", c_status, [c_void_p, POINTER(c_int32), c_size_t, POINTER(GenerateParams),
+                                            c_void_p, POINTER(SpeculationParams), POINTER(GenerateResult),
+                                            POINTER(c_int), POINTER(SpeculationStats)]),
+    ("slm_batch_create_speculative", c_status, [c_void_p, POINTER(BatchParams), POINTER(BatchPrefixParams),
+                                                POINTER(SpeculationParams), POINTER(c_void_p)]),
+    ("slm_batch_collected_speculation", c_status, [c_void_p, POINTER(SpeculationStats)]),
+]
+
 # *_default_params() calls and the struct each returns.
 _DEFAULTS: list[tuple[str, type, list[Any]]] = [
     ("slm_model_default_params", ModelParams, []),
@@ -310,6 +329,9 @@ _DEFAULTS_2: list[tuple[str, type, list[Any]]] = [
 ]
 _DEFAULTS_3: list[tuple[str, type, list[Any]]] = [
     ("slm_batch_default_prefix_params", BatchPrefixParams, []),
+]
+_DEFAULTS_4: list[tuple[str, type, list[Any]]] = [
+    ("slm_speculation_default_params", SpeculationParams, []),
 ]
 
 
@@ -363,6 +385,14 @@ def _load() -> ctypes.CDLL:
             fn.restype = restype
             fn.argtypes = argtypes
         defaults += _DEFAULTS_3
+    if api >= 4:
+        for name, restype, argtypes in _FUNCTIONS_4:
+            fn = getattr(lib, name, None)
+            if fn is None:
+                raise ImportError(f"staticlm: {path} has C API {api} but lacks {name}")
+            fn.restype = restype
+            fn.argtypes = argtypes
+        defaults += _DEFAULTS_4
     for name, struct, argtypes in defaults:
         fn = getattr(lib, name)
         fn.restype = _padded(struct)
@@ -410,6 +440,8 @@ def check_struct_sizes() -> None:
         checks += [("slm_batch_default_params", BatchParams), ("slm_batch_default_request", BatchRequest)]
     if api_version >= 3:
         checks += [("slm_batch_default_prefix_params", BatchPrefixParams)]
+    if api_version >= 4:
+        checks += [("slm_speculation_default_params", SpeculationParams)]
     for name, struct in checks:
         got, ours = _value(getattr(lib, name)()).size, _size_of(struct)
         if got < ours or got > ctypes.sizeof(struct) + 256:
@@ -465,3 +497,17 @@ def text(ptr: ctypes._Pointer | None, n: int) -> bytes:  # type: ignore[name-def
     if n == 0 or not ptr:
         return b""
     return ctypes.string_at(ptr, n)
+
+
+def speculation_params(speculate: object) -> SpeculationParams | None:
+    """speculate="ngram" or "ngram:N" (as `staticlm generate --spec`) as C API 4
+    params; None or "off": None. ValueError naming the value otherwise."""
+    if speculate is None or speculate == "off":
+        return None
+    if not isinstance(speculate, str):
+        raise TypeError(f"speculate must be a str such as 'ngram:3', got {type(speculate).__name__}")
+    require(4, "speculate")
+    p = _ours(lib.slm_speculation_default_params())
+    if lib.slm_speculation_parse(speculate.encode(), ctypes.byref(p)) != 0:
+        raise ValueError(lib.slm_last_error().decode(errors="replace"))
+    return p if p.max_draft > 0 else None

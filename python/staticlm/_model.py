@@ -299,7 +299,7 @@ class Model(CHandle):
 
     def batch(self, requests: Sequence[Mapping[str, object]], *, slots: int = 16, max_seq: int = 0,
               kv: str = "f16", threads: int | None = None, seed: int = 42, prefix_pool: int = 0,
-              prefix_min: int = 32, **defaults: object) -> list[dict]:
+              prefix_min: int = 32, speculate: str | None = None, **defaults: object) -> list[dict]:
         """Runs requests (dicts with the fields of a `staticlm batch` JSONL line) on a
         batched session of `slots` sequences and returns one result dict per request,
         in input order, with the fields of the JSONL results (docs/BATCH.md): "id",
@@ -312,11 +312,13 @@ class Model(CHandle):
         "complete" as the command writes it; each distinct schema is compiled once.
         prefix_pool (C API 3): token positions of a prefix pool (-1: max_seq; 0: none),
         so that requests starting with the same prefix_min or more tokens compute them
-        once; the results are the same with and without it. python/README.md lists
-        what differs from the command."""
+        once; the results are the same with and without it. speculate (C API 4): the
+        command's --spec, "ngram" or "ngram:N": every request drafts up to N tokens a
+        step from its own prompt and output (greedy results are the same as without).
+        python/README.md lists what differs from the command."""
         from ._batch import run_batch
         return run_batch(self, requests, slots=slots, max_seq=max_seq, kv=kv, threads=threads, seed=seed,
-                         defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min)
+                         defaults=defaults, prefix_pool=prefix_pool, prefix_min=prefix_min, speculate=speculate)
 
     def generate(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                  **options: object) -> str:
@@ -331,20 +333,23 @@ class Model(CHandle):
             json_schema (a dict or its JSON text), grammar (GBNF text) or constraint
             (a Constraint, compiled once for many calls) to constrain the output
             (C API 3; docs/BATCH.md has the subset; Generation.complete says whether
-            the value was finished).
+            the value was finished); speculate="ngram" or "ngram:N" for prompt-lookup
+            speculation drafting up to N tokens (C API 4; the session then keeps every
+            row's logits; greedy output is the same as without, Generation.speculation
+            counts what was drafted and accepted).
         """
         return self.generate_result(prompt, n_predict, max_seq=max_seq, **options).text
 
     def generate_result(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                         **options: object) -> Generation:
         """As generate(), returning the Generation (text, tokens, stop reason, timings)."""
-        with self.session(max_seq) as s:
+        with self.session(max_seq, all_logits=_speculates(options)) as s:
             return s.generate_result(prompt, n_predict, **options)  # type: ignore[arg-type]
 
     def stream(self, prompt: Prompt, n_predict: int = 256, *, max_seq: int = 0,
                **options: object) -> TextStream:
         """As generate(), yielding the text piece by piece as it is generated (see TextStream)."""
-        s = self.session(max_seq)
+        s = self.session(max_seq, all_logits=_speculates(options))
         return s.stream(prompt, n_predict, _owned_session=True, **options)  # type: ignore[arg-type]
 
     def chat(self, messages: str | Sequence[Message], n_predict: int = 512, *, system: str | None = None,
@@ -471,3 +476,9 @@ class Detokenizer:
             self.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _speculates(options: Mapping[str, object]) -> bool:
+    """Whether generate options ask for speculation (the session then needs all_logits)."""
+    v = options.get("speculate")
+    return v is not None and v != "off"

@@ -237,8 +237,21 @@ class Session(Closeable):
         call = self._call(n_predict, on_text or user_cb, options)
         return call, ids
 
-    def _run(self, call: GenerationCall, ids: np.ndarray, constraint: Constraint | None = None) -> Generation:
+    def _run(self, call: GenerationCall, ids: np.ndarray, constraint: Constraint | None = None,
+             spec: _lib.SpeculationParams | None = None) -> Generation:
         handle = self.handle
+        if spec is not None:  # C API 4
+            complete = ctypes.c_int(0)
+            stats = _lib.SpeculationStats(size=ctypes.sizeof(_lib.SpeculationStats))
+            c = constraint.handle if constraint is not None else None
+            g = self._run_call(call, lambda params, result: _lib.lib.slm_generate_speculative(
+                handle, ids_pointer(ids), len(ids), params, c, ctypes.byref(spec), result, ctypes.byref(complete),
+                ctypes.byref(stats)))
+            if constraint is not None:
+                g.complete = bool(complete.value)
+            g.speculation = {"draft_steps": stats.draft_steps, "drafted_tokens": stats.drafted_tokens,
+                             "accepted_tokens": stats.accepted_tokens}
+            return g
         if constraint is None:
             return self._run_call(call, lambda params, result: _lib.lib.slm_generate(handle, ids_pointer(ids),
                                                                                      len(ids), params, result))
@@ -275,11 +288,12 @@ class Session(Closeable):
         """As generate(), returning the Generation (text, tokens, stop reason, timings;
         complete with json_schema / grammar)."""
         opts = dict(options)
+        spec = _lib.speculation_params(opts.pop("speculate", None))
         given = opts.get("constraint")
         constraint = pop_constraint(self._model, opts)
         try:
             call, ids = self._generation(prompt, n_predict, None, opts)
-            return self._run(call, ids, constraint)
+            return self._run(call, ids, constraint, spec)
         finally:
             if constraint is not None and constraint is not given:  # compiled for this call
                 constraint.close()
@@ -291,6 +305,7 @@ class Session(Closeable):
             opts = dict(options)
             if "on_text" in opts:
                 raise TypeError("stream() takes no on_text: iterate the stream instead")
+            spec = _lib.speculation_params(opts.pop("speculate", None))
             constraint = pop_constraint(self._model, opts)
             ids = self._prompt(prompt)
             self._call(n_predict, None, dict(opts))  # check the options now
@@ -301,7 +316,7 @@ class Session(Closeable):
 
         def start(on_text: TextCallback) -> Generation:
             call = self._call(n_predict, on_text, dict(opts))
-            return self._run(call, ids, constraint)
+            return self._run(call, ids, constraint, spec)
         return TextStream(start, on_close=self.close if _owned_session else None)
 
 

@@ -37,6 +37,8 @@ class Generation:
             as `staticlm generate --logprobs N` prints them ("top" only for N >= 1).
         complete: with json_schema / grammar, whether the text is a complete value
             (False: it stopped inside one, e.g. at n_predict: incomplete JSON); None otherwise.
+        speculation: with speculate="ngram:N" (C API 4), {"draft_steps", "drafted_tokens",
+            "accepted_tokens"}; None otherwise.
     """
 
     text: str
@@ -48,6 +50,7 @@ class Generation:
     decode_seconds: float = 0.0
     logprobs: list[dict] | None = None
     complete: bool | None = None
+    speculation: dict | None = None
 
 
 @dataclass

@@ -2,7 +2,7 @@
 # `--spec ngram[:N]` (prompt-lookup speculation) on the real stories260K model:
 # greedy generate and chat print the same text with and without it, the
 # acceptance line appears, bad values are usage errors (exit 2) naming the
-# value, and batch refuses the flag.
+# value, and batch gives the same results with it as without.
 # usage: test_cli_spec.sh STATICLM SOURCE_DIR
 set -u
 bin=$1
@@ -66,9 +66,22 @@ for v in ngram:0 ngram:65 ngram:x ngram: ngram:-3 ngram:8x lookup ""; do
 done
 run "chat --spec bad" 2 -- "$bin" chat -m "$M" --spec ngram:999 </dev/null
 has "$tmp/err" "got 'ngram:999'" "chat --spec message"
-printf '{"id": "a", "prompt": "Lily"}\n' >"$tmp/in.jsonl"
-run "batch --spec" 2 -- "$bin" batch -m "$M" --input "$tmp/in.jsonl" --output "$tmp/o.jsonl" --spec ngram
-has "$tmp/err" "batch does not take --spec 'ngram'" "batch refusal"
+
+# batch: the same results (texts, tokens, log-probabilities) with and without
+# --spec, at 1 and 4 slots, every request drafting from its own prompt
+for i in 1 2 3 4 5 6; do
+    printf '{"id": "r%d", "prompt": "Lily saw a big dog. Lily saw a big cat %d. Lily saw a big", "max_tokens": 60, "logprobs": 2}\n' "$i" "$i"
+done >"$tmp/in.jsonl"
+printf '{"id": "s", "prompt": "Once upon a time", "max_tokens": 60, "stop": ["the"]}\n' >>"$tmp/in.jsonl"
+B=(batch -m "$M" -t 2 --temp 0 --input "$tmp/in.jsonl" --quiet)
+run "batch" 0 -- "$bin" "${B[@]}" --output "$tmp/plain.jsonl" --slots 4
+for slots in 1 4; do
+    run "batch --spec --slots $slots" 0 -- "$bin" "${B[@]}" --output "$tmp/spec$slots.jsonl" --slots "$slots" --spec ngram:6
+    run "batch --spec --slots $slots verify" 0 -- "$bin" batch --input "$tmp/in.jsonl" --output "$tmp/spec$slots.jsonl" \
+        --verify-against "$tmp/plain.jsonl"
+done
+run "batch --spec bad" 2 -- "$bin" "${B[@]}" --output "$tmp/o.jsonl" --spec ngram:0
+has "$tmp/err" "got 'ngram:0'" "batch --spec message"
 
 echo "$passes passed, $fails failed"
 [[ $fails == 0 ]]

@@ -251,10 +251,6 @@ int cmd_batch(const Args& a) {
     if (a.has("verify-against")) return cmd_verify_against(a);
     if (a.has("merge")) return cmd_merge(a);
     if (!a.positional().empty()) throw UsageError("batch takes no positional arguments (did you mean --merge?)");
-    if (a.has("spec"))
-        throw UsageError("batch does not take --spec '" + a.str("spec") +
-                         "': speculative decoding runs in generate and chat, one sequence at a time (batch decodes "
-                         "its slots together instead)");
     if (!a.has("input") || !a.has("output"))
         throw UsageError("batch needs --input FILE and --output FILE ('-' for stdin / stdout)");
 
@@ -295,6 +291,8 @@ int cmd_batch(const Args& a) {
     bo.session = session_options_from_args(a, config);
     bo.slots = a.integer("slots", 16);
     if (bo.slots < 1) throw UsageError("--slots must be >= 1");
+    // --spec: every request drafts up to N tokens a step (their rows are sized here).
+    bo.max_draft = o.defaults.generate.speculation.max_draft;
     PrefixOptions po;
     po.pool_tokens = -1;  // --max-seq tokens unless --prefix-pool says otherwise
     if (a.has("prefix-pool")) {

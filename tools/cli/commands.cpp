@@ -223,7 +223,7 @@ std::vector<FlagSpec> generation_flags(int default_n) {
         {"ignore-eos", "", "", "do not stop at the model's EOS tokens", ""},
         {"spec", "", "ngram[:N]",
          "prompt-lookup speculative decoding, drafting up to N tokens (1..64) copied from the prompt and text so "
-         "far (generate and chat; docs/RUNTIME.md)",
+         "far (generate, chat and batch: each request drafts from its own text; docs/RUNTIME.md)",
          "off; N: 8"},
     };
 }

@@ -39,12 +39,14 @@ struct StopCheck {
 class Workspace {
 public:
     Workspace() = default;
-    // all_logits: room for the logits of every row ([q_max][V]), else of one
-    // row. weights: every format the model's matrices are in (matmul scratch).
+    // logits_rows (1..q_max): the rows of logits held at once ([logits_rows][V]);
+    // a block with more rows gets its head in pieces of that many (ForwardArgs::
+    // on_rows). weights: every format the model's matrices are in (matmul scratch).
     Workspace(const ModelConfig& config, std::span<const WeightType> weights, int q_max, int n_threads,
-              bool all_logits);
+              int logits_rows);
 
     int q_max() const { return q_max_; }
+    int logits_rows() const { return logits_rows_; }
     size_t bytes() const { return arena_.size(); }
 
     // All [q_max][...] fp32 unless noted; row strides are the widths below.
@@ -59,7 +61,7 @@ public:
     float* up = nullptr;        // [q][F_max]
     float* ple = nullptr;       // [q][L*D] per-layer inputs (Gemma 4), else null
     float* ple_tmp = nullptr;   // [q][L*D]
-    float* logits = nullptr;    // [q][V] with all_logits, else [1][V]
+    float* logits = nullptr;    // [logits_rows][V]
     std::byte* matmul_scratch = nullptr;
     std::byte* attn_scratch = nullptr;
 
@@ -68,6 +70,15 @@ public:
 private:
     Buffer arena_;
     int q_max_ = 0;
+    int logits_rows_ = 1;
+};
+
+// Receives the logits of rows [row0, row0 + rows) of a block (Logits::all),
+// which lie in ws.logits [rows][V]; false stops the block (forward() then
+// returns false, as for StopCheck).
+struct RowsSink {
+    bool (*fn)(void* ctx, int row0, int rows) = nullptr;
+    void* ctx = nullptr;
 };
 
 // Rows that are independent sequences (continuous batching): row i is the
@@ -86,7 +97,11 @@ struct ForwardArgs {
     const SequenceRows* seqs = nullptr;  // set: rows are sequences; pos0 and the cache argument are unused
     // Rows whose logits are wanted: all t rows (logits[i] for row i) or only the last
     // (written to logits row 0). no_logits skips the head entirely.
+    // With all, a block of more rows than ws.logits_rows() needs on_rows: the
+    // head then runs on pieces of logits_rows rows (the same values: a row's
+    // matmul does not depend on the rows next to it), each given to on_rows.
     enum class Logits { last, all, none } logits = Logits::last;
+    RowsSink on_rows;
     int n_threads = 1;
     DumpSink dump;
     StopCheck stop;  // asked before every layer and before the head
