@@ -357,3 +357,67 @@ TEST_CASE("constrained BatchGenerator steps allocate nothing") {
     }
     CHECK_MESSAGE(n == 0, n, " heap allocations");
 }
+
+// Speculation in BatchGenerator: drafting, decode_runs, verification,
+// rewinds and a stop that cuts a step's tokens allocate nothing.
+TEST_CASE("speculative BatchGenerator steps allocate nothing") {
+    LoadOptions lo;
+    lo.weights = WeightType::q8;
+    lo.threads = 2;
+    lo.load_tokenizer = false;
+    auto model = Model::load(test::fixtures_dir() / "llama-gqa-llama3", lo);
+    const int V = model->config().vocab;
+    std::vector<int> ids(48);
+    for (int i = 0; i < 48; ++i) ids[size_t(i)] = (i % 6) * 11 % V;  // a pattern to copy
+    BatchSessionOptions bo;
+    bo.slots = 3;
+    bo.session.max_seq = 64;
+    bo.session.prefill_buckets = {8, 16};
+    bo.session.append_buckets = {4, 8};
+    bo.session.threads = 2;
+    bo.max_draft = 6;
+    BatchGenerator gen(model, bo, 16);
+    SpeculationOptions spec;
+    spec.max_draft = 6;
+    SamplingOptions sampled;
+    sampled.temperature = 0.8f;
+    sampled.top_k = 10;
+    const std::vector<int> stop = {V - 1};
+    int drafted = 0;
+    auto cycle = [&] {
+        for (int r = 0; r < 6; ++r) {
+            while (gen.active() < gen.capacity()) {
+                const int slot = gen.submit(uint64_t(r), std::span<const int>(ids.data() + r, size_t(20 + r)),
+                                            r % 2 ? sampled : SamplingOptions{}, 12 + r, stop, r % 3 - 1,
+                                            nullptr, spec);
+                (void)slot;
+            }
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s) {
+                if (gen.in_use(s) && !gen.finished(s) && gen.generated(s).size() >= 6)
+                    gen.stop(s, StopReason::stop_string, int(gen.generated(s).size()) - 1);
+                if (gen.finished(s)) {
+                    drafted += gen.stats(s).drafted_tokens;
+                    gen.release(s);
+                }
+            }
+        }
+        while (gen.active() > 0) {
+            gen.step();
+            for (int s = 0; s < gen.capacity(); ++s)
+                if (gen.finished(s)) {
+                    drafted += gen.stats(s).drafted_tokens;
+                    gen.release(s);
+                }
+        }
+    };
+    cycle();  // warm-up: starts the thread team
+    long n = 0;
+    {
+        Counting c;
+        cycle();
+        n = c.count();
+    }
+    CHECK(drafted > 0);
+    CHECK_MESSAGE(n == 0, n, " heap allocations");
+}
