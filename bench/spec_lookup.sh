@@ -10,8 +10,16 @@
 #   bash bench/spec_lookup.sh MODEL [R=5] [extra staticlm generate flags...]
 #   bash bench/spec_lookup.sh "$(bash tools/get_model.sh | tail -1)" 5 -t 2
 #
+# Then the same two tasks as batch jobs (`staticlm batch --slots S`, every
+# request drafting from its own prompt): "batch-copy", greedy, S requests
+# each asking to repeat a different paragraph, and "batch-free", sampled
+# stories; prints the median tok/s of the job (its summary line: generated
+# tokens over the job's wall time, prefill included), the ratio, the
+# acceptance line, and for batch-copy whether the results are the same.
+#
 # STATICLM (default build/tools/staticlm) is the binary; SPEC (default ngram)
-# the --spec value; N (default 120) the tokens generated per run.
+# the --spec value; N (default 120) the tokens generated per run; SLOTS
+# (default 8) the batch's slots and requests.
 set -euo pipefail
 
 model="${1:?usage: bench/spec_lookup.sh MODEL [R] [flags...]}"
@@ -53,3 +61,45 @@ run_task() {
 run_task copy "$copy_prompt" --temp 0 "$@"
 cmp -s "$dir/copy.off.txt" "$dir/copy.on.txt" && echo "  greedy outputs identical" || echo "  greedy outputs DIFFER"
 run_task free "$free_prompt" --temp 1.0 "$@"
+
+# --------------------------------------------------------------- batch jobs
+slots="${SLOTS:-8}"
+names=(Alvarez Chen Okafor Novak Lindqvist Tanaka Moreau Singh Kowalski Haddad Ferreira Olsen Park Rossi Dubois Kim)
+items=("library wing" "swimming pool" "bus depot" "town hall roof" "school kitchen" "bicycle lanes" "harbour wall" "community garden")
+: > "$dir/copy.jsonl"
+: > "$dir/free.jsonl"
+for i in $(seq 0 $((slots - 1))); do
+    who="${names[$((i % 16))]}"
+    what="${items[$((i % 8))]}"
+    para="The committee met on Tuesday, $((i + 3)) March, to review the budget for the new $what. Ms. $who reported that costs had risen by $((i + 7)) percent since the original estimate, mainly because of steel prices. Mr. ${names[$(((i + 5) % 16))]} proposed delaying part of the work until the next fiscal year, while keeping the rest on schedule. After a long discussion, the committee voted $((i % 4 + 4)) to $((i % 3 + 1)) in favour of the proposal."
+    python3 -c 'import json, sys; print(json.dumps({"id": "c" + sys.argv[1], "prompt": "<start_of_turn>user\nRepeat the following text exactly:\n\n" + sys.argv[2] + "<end_of_turn>\n<start_of_turn>model\n"}))' "$i" "$para" >> "$dir/copy.jsonl"
+    python3 -c 'import json, sys; print(json.dumps({"id": "f" + sys.argv[1], "prompt": "Chapter " + sys.argv[1] + ". The old lighthouse keeper", "seed": int(sys.argv[1])}))' "$i" >> "$dir/free.jsonl"
+done
+
+run_batch_task() {
+    local name="$1" input="$2"
+    shift 2
+    : > "$dir/boff.tps"
+    : > "$dir/bon.tps"
+    for r in $(seq 1 "$reps"); do
+        for mode in off on; do
+            local extra=()
+            [ "$mode" = on ] && extra=(--spec "$spec")
+            rm -f "$dir/$name.$mode.jsonl"
+            "$bin" batch -m "$model" --input "$input" --output "$dir/$name.$mode.jsonl" --slots "$slots" \
+                -n "$n" --ignore-eos "$@" "${extra[@]}" 2> "$dir/$name.$mode.err"
+            sed -n 's/.*tokens in [0-9.]* s (\([0-9.]*\) tok\/s.*/\1/p' "$dir/$name.$mode.err" >> "$dir/b$mode.tps"
+        done
+    done
+    local off on
+    off="$(median < "$dir/boff.tps")"
+    on="$(median < "$dir/bon.tps")"
+    echo "$name ($slots requests, --slots $slots): tok/s median of $reps: off $off, --spec $spec $on, ratio $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')"
+    echo "  off runs: $(tr '\n' ' ' < "$dir/boff.tps")| on runs: $(tr '\n' ' ' < "$dir/bon.tps")"
+    grep '^staticlm batch: speculation' "$dir/$name.on.err" | sed 's/^/  /'
+}
+
+run_batch_task batch-copy "$dir/copy.jsonl" --temp 0 "$@"
+"$bin" batch --input "$dir/copy.jsonl" --output "$dir/batch-copy.on.jsonl" --verify-against "$dir/batch-copy.off.jsonl" \
+    > /dev/null 2>&1 && echo "  greedy results identical" || echo "  greedy results DIFFER"
+run_batch_task batch-free "$dir/free.jsonl" --temp 1.0 "$@"

@@ -812,6 +812,8 @@ BatchSummary BatchJob::run(const Model& model, BatchEngine& engine) {
         ++p.done;
         p.errors += r.finish == FinishReason::error;
         p.generated_tokens += long(r.tokens.size());
+        p.drafted_tokens += r.stats.drafted_tokens;
+        p.accepted_tokens += r.stats.accepted_tokens;
         report();
     };
     auto write_error = [&](const BatchRequest& q, ErrorKind kind, const std::string& message) {

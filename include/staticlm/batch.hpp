@@ -388,6 +388,9 @@ struct BatchProgress {
     long prompt_positions = 0;
     long shared_positions = 0;
     long prefixes = 0;
+    // Speculation (--spec): tokens the written results drafted, and of those accepted.
+    long drafted_tokens = 0;
+    long accepted_tokens = 0;
 };
 
 struct BatchJobOptions {

@@ -331,6 +331,10 @@ int cmd_batch(const Args& a) {
                      p.seconds > 0 ? double(p.done) * 3600.0 / p.seconds : 0.0);
         std::fprintf(stderr, "staticlm batch: prompt rows computed %ld, copied from %ld shared prefixes %ld\n",
                      p.prompt_positions, p.prefixes, p.shared_positions);
+        if (bo.max_draft > 0)
+            std::fprintf(stderr, "staticlm batch: speculation ngram:%d: %ld of %ld drafted tokens accepted (%.1f%%)\n",
+                         bo.max_draft, p.accepted_tokens, p.drafted_tokens,
+                         p.drafted_tokens > 0 ? 100.0 * double(p.accepted_tokens) / double(p.drafted_tokens) : 0.0);
     }
     return 0;
 }
