@@ -47,6 +47,7 @@ struct BatchSession::Impl {
     std::vector<int> row_pos;           // [R] positions of a decode step's rows
     std::vector<StaticKVCache*> row_caches;  // [R]
     std::vector<char> row_seen;         // [S] duplicate-slot check
+    std::vector<int> ones;              // [S] of 1: decode()'s run lengths
 
     void check_slot(int slot) const {
         if (slot < 0 || slot >= options.slots)
@@ -125,6 +126,7 @@ BatchSession::BatchSession(std::shared_ptr<const Model> model, const BatchSessio
     s.row_pos.assign(size_t(s.max_rows), 0);
     s.row_caches.assign(size_t(s.max_rows), nullptr);
     s.row_seen.assign(S, 0);
+    s.ones.assign(S, 1);
 }
 
 BatchSession::~BatchSession() = default;
@@ -152,36 +154,7 @@ void BatchSession::decode(std::span<const int> slots, std::span<const int> token
         throw Error(ErrorKind::input, "decode needs 1.." + std::to_string(s.options.slots) +
                                           " rows with one token per slot, got " + std::to_string(n) +
                                           " slots and " + std::to_string(tokens.size()) + " tokens");
-    std::fill(s.row_seen.begin(), s.row_seen.end(), 0);
-    for (int i = 0; i < n; ++i) {
-        const int slot = slots[size_t(i)];
-        Sequence& q = s.at(slot);
-        if (s.row_seen[size_t(slot)])
-            throw Error(ErrorKind::input, "slot " + std::to_string(slot) + " appears twice in one decode step");
-        s.row_seen[size_t(slot)] = 1;
-        s.rules.validate(tokens.subspan(size_t(i), 1), q.pos);
-        s.row_pos[size_t(i)] = q.pos;
-        s.row_caches[size_t(i)] = &q.cache;
-    }
-    SequenceRows rows;
-    rows.pos = s.row_pos.data();
-    rows.caches = s.row_caches.data();
-    ForwardArgs a;
-    a.tokens = tokens.data();
-    a.t = n;
-    a.seqs = &rows;
-    a.n_threads = s.rules.threads;
-    a.logits = ForwardArgs::Logits::all;
-    forward(*s.model, *s.rules.kt, s.seqs[size_t(slots[0])].cache, s.ws_decode, a);
-    const size_t vocab = size_t(s.rules.vocab);
-    for (int i = 0; i < n; ++i) {
-        const int slot = slots[size_t(i)];
-        Sequence& q = s.seqs[size_t(slot)];
-        std::memcpy(s.slot_logits(slot), s.ws_decode.logits + size_t(i) * vocab, vocab * sizeof(float));
-        q.wrote(q.pos, q.pos + 1);
-        q.pos += 1;
-    }
-    s.last_rows = n;
+    decode_runs(slots, std::span<const int>(s.ones.data(), size_t(n)), tokens);  // runs of one token
 }
 
 void BatchSession::decode_runs(std::span<const int> slots, std::span<const int> counts, std::span<const int> tokens) {
