@@ -33,6 +33,11 @@
 //    s + 3 (hi) of the bytes at h; the operands are 4·n (plain AVX2:
 //    n + 96 = (n - 32) + 128), q6_dot shifts by 2; load_i8 converts kLanes
 //    signed bytes to floats;
+//  - load_q3(p, s, b0, b1, lo, hi): q3k's 3-bit n = q + 4 in [0, 7]
+//    (kernels/formats/q3k/layout.hpp): bits 0-1 from bits s, s + 1 (lo) and
+//    s + 2, s + 3 (hi) of the bytes at p (s is 0 or 4), bit 2 from the bit-plane bytes b0
+//    and b1 (one bit per operand byte, in byte order, as load_q5); the
+//    operands are 32·n (plain AVX2: n + 124 = q + 128), q3_dot shifts by 5;
 //  - load_nl4(p, t, lo, hi): the nibble pairs of one load_q's bytes (q4's
 //    order) looked up in the 16-byte table t, as two dot4 operands: the bytes
 //    t[nibble], used as stored (iq4nl's table holds value + 128, q8's biased
@@ -163,6 +168,19 @@ inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), m4), _mm512_and_si512(hh, m2));
 }
 inline I q6_dot(I acc) { return _mm512_srai_epi32(acc, 2); }
+inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x60), top = _mm512_set1_epi8(char(0x80));
+    uint64_t k0, k1;
+    std::memcpy(&k0, b0, 8);
+    std::memcpy(&k1, b1, 8);
+    // Bits s, s + 1 and s + 2, s + 3 to bits 5-6 (16-bit shifts: the mask keeps
+    // only bits of the same byte).
+    const __m512i l = _mm512_and_si512(s == 0 ? _mm512_slli_epi16(v, 5) : _mm512_slli_epi16(v, 1), m);
+    const __m512i h = _mm512_and_si512(s == 0 ? _mm512_slli_epi16(v, 3) : _mm512_srli_epi16(v, 1), m);
+    lo = _mm512_mask_add_epi8(l, _cvtu64_mask64(k0), l, top);
+    hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
+}
+inline I q3_dot(I acc) { return _mm512_srai_epi32(acc, 5); }
 inline F load_i8(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
@@ -378,6 +396,27 @@ inline I q6_dot(I acc) { return _mm256_srai_epi32(acc, 2); }
 #else
 inline I q6_dot(I acc) { return acc; }
 #endif
+inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+    const __m256i m = _mm256_set1_epi8(0x60), top = _mm256_set1_epi8(char(0x80));
+    const __m256i l = _mm256_and_si256(s == 0 ? _mm256_slli_epi16(v, 5) : _mm256_slli_epi16(v, 1), m);
+    const __m256i h = _mm256_and_si256(s == 0 ? _mm256_slli_epi16(v, 3) : _mm256_srli_epi16(v, 1), m);
+    lo = _mm256_or_si256(l, _mm256_and_si256(bit_bytes(b0), top));
+    hi = _mm256_or_si256(h, _mm256_and_si256(bit_bytes(b1), top));
+#else
+    const __m256i m = _mm256_set1_epi8(3), b = _mm256_set1_epi8(124), four = _mm256_set1_epi8(4);
+    const __m256i l = _mm256_and_si256(s == 0 ? v : _mm256_srli_epi16(v, 4), m);
+    const __m256i h = _mm256_and_si256(s == 0 ? _mm256_srli_epi16(v, 2) : _mm256_srli_epi16(v, 6), m);
+    lo = _mm256_add_epi8(_mm256_add_epi8(l, b), _mm256_and_si256(bit_bytes(b0), four));
+    hi = _mm256_add_epi8(_mm256_add_epi8(h, b), _mm256_and_si256(bit_bytes(b1), four));
+#endif
+}
+#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
+inline I q3_dot(I acc) { return _mm256_srai_epi32(acc, 5); }
+#else
+inline I q3_dot(I acc) { return acc; }
+#endif
 inline F load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
@@ -566,6 +605,17 @@ inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
 }
 inline I q6_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 2;  // arithmetic: exact on multiples of 4
+    return acc;
+}
+inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        const int h0 = (b0[i / 8] >> (i % 8)) & 1, h1 = (b1[i / 8] >> (i % 8)) & 1;
+        lo.b[i] = uint8_t(32 * (((p[i] >> s) & 3) | (h0 << 2)));
+        hi.b[i] = uint8_t(32 * (((p[i] >> (s + 2)) & 3) | (h1 << 2)));
+    }
+}
+inline I q3_dot(I acc) {
+    for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 5;  // arithmetic: exact on multiples of 32
     return acc;
 }
 inline F load_i8(const int8_t* p) {
