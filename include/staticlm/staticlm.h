@@ -128,10 +128,10 @@ typedef struct slm_model slm_model;
 typedef enum slm_weights {
     STATICLM_WEIGHT_FORMAT_LIST(SLM_WEIGHTS_VALUE_)
     /* Each matrix in the format nearest the one its file stores: F32, F16,
-     * BF16 as they are, GGUF Q8_0 as q8, Q4_0 as q4, Q4_1 as q4a, Q5_0 as
-     * q5, Q5_1 as q5a, Q4_K as q4k, Q5_K as q5k, Q6_K as q6k (bit for bit),
-     * Q2_K/Q3_K as q8 (as `--weights native`, the CLI's default for a .gguf
-     * file). */
+     * BF16 as they are, a GGUF block type in the format that holds it bit for
+     * bit (Q8_0 as q8, Q4_K as q4k, ...: docs/FORMATS.md lists them), a type
+     * no format holds as q8 (as `--weights native`, the CLI's default for a
+     * .gguf file). */
     SLM_WEIGHTS_NATIVE = 255
 } slm_weights;
 #undef SLM_WEIGHTS_VALUE_

@@ -57,10 +57,11 @@ int max_threads();
 struct LoadOptions {
     WeightType weights = WeightType::q8;
     // `--weights native`: each matrix keeps the format nearest the one it is
-    // stored in instead of `weights`: F32, F16, BF16 as they are, GGUF Q8_0 as
-    // q8, Q4_0 as q4, Q4_1 as q4a, Q5_0 as q5, Q5_1 as q5a, Q4_K as q4k, Q5_K
-    // as q5k, Q6_K as q6k (bit for bit), Q2_K/Q3_K as q8. The CLI sets it for a .gguf file unless
-    // --weights says otherwise; the library's default is `weights`.
+    // stored in instead of `weights`: F32, F16, BF16 as they are, a GGUF block
+    // type in the format that holds it bit for bit (Q8_0 as q8, Q4_K as q4k,
+    // ...: docs/FORMATS.md lists them; the formats' GGUF hooks decide), a type
+    // no format holds as q8. The CLI sets it for a .gguf file unless --weights
+    // says otherwise; the library's default is `weights`.
     bool native_weights = false;
     // Activation precision of the integer formats (q8, q4, q5 and the GGUF
     // layouts): 8 — int8 with a scale per 32 inputs, as llama.cpp's q8_0
