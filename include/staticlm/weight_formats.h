@@ -22,6 +22,7 @@
     X(8, q5k, Q5K, "GGUF Q5_K: 5-bit, 6-bit scales and mins per 32 (5.625 bits)") \
     X(9, q4a, Q4A, "GGUF Q4_1: 4-bit, a half scale and offset per 32 (5 bits)") \
     X(10, q5a, Q5A, "GGUF Q5_1: 5-bit, a half scale and offset per 32 (6 bits)") \
-    X(11, iq4nl, IQ4NL, "GGUF IQ4_NL: 4-bit indices into a 16-value table, a half scale per 32 (4.5 bits)")
+    X(11, iq4nl, IQ4NL, "GGUF IQ4_NL: 4-bit indices into a 16-value table, a half scale per 32 (4.5 bits)") \
+    X(12, q3k, Q3K, "GGUF Q3_K: 3-bit, 6-bit scales per 16 (3.4375 bits)")
 
 #endif

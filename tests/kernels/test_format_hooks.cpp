@@ -87,14 +87,14 @@ TEST_CASE("--weights native: the format each GGML type loads into") {
         {GgmlType::f32, "f32"},  {GgmlType::f16, "f16"},  {GgmlType::bf16, "bf16"}, {GgmlType::q8_0, "q8"},
         {GgmlType::q4_0, "q4"},  {GgmlType::q4_1, "q4a"}, {GgmlType::q5_0, "q5"},   {GgmlType::q5_1, "q5a"},
         {GgmlType::q4_k, "q4k"}, {GgmlType::q5_k, "q5k"}, {GgmlType::q6_k, "q6k"},  {GgmlType::q2_k, "q8"},
-        {GgmlType::q3_k, "q8"},  {GgmlType::iq4_nl, "iq4nl"},
+        {GgmlType::q3_k, "q3k"}, {GgmlType::iq4_nl, "iq4nl"},
     };
     for (const auto& [g, name] : want) {
         CAPTURE(std::string(ggml_type_name(g)));
         CHECK(std::string(weight_type_name(gguf_native_type(g))) == name);
         // A format holds the type it is native for exactly, unless it is a float (dequantized exactly).
         const WeightType t = gguf_native_type(g);
-        if (weight_type_info(t).math == WeightMath::int8 && g != GgmlType::q2_k && g != GgmlType::q3_k)
+        if (weight_type_info(t).math == WeightMath::int8 && g != GgmlType::q2_k)
             CHECK(gguf_ingest(t, g) != nullptr);
     }
     CHECK(gguf_ingest(WeightType::q8, GgmlType::q4_0) != nullptr);  // Q4_0's quants fit int8
@@ -140,6 +140,7 @@ std::vector<std::byte> random_blocks(GgmlType g, int rows, int k, uint32_t seed)
                 break;
             case GgmlType::q6_k: half(&reinterpret_cast<BlockQ6_K*>(p)->d); break;
             case GgmlType::iq4_nl: half(&reinterpret_cast<BlockIQ4_NL*>(p)->d); break;
+            case GgmlType::q3_k: half(&reinterpret_cast<BlockQ3_K*>(p)->d); break;
             default: FAIL("no block generator for ", ggml_type_name(g));
         }
     }
@@ -175,7 +176,8 @@ TEST_CASE("GGUF ingestion repacks blocks bit for bit against ggml's dequantizer"
             std::vector<std::byte> bad = blocks;
             const GgmlTypeInfo& ti = *ggml_type_info(g);
             const size_t block = size_t(k / ti.block_elems) + 1;  // row 1's second block
-            const size_t d_at = g == GgmlType::q6_k   ? offsetof(BlockQ6_K, d)
+            const size_t d_at = g == GgmlType::q3_k   ? offsetof(BlockQ3_K, d)
+                                : g == GgmlType::q6_k ? offsetof(BlockQ6_K, d)
                                 : g == GgmlType::q5_k ? offsetof(BlockQ5_K, d)
                                 : g == GgmlType::q4_k ? offsetof(BlockQ4_K, d)
                                                       : 0;  // the legacy blocks start with d
