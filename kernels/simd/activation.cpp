@@ -1,9 +1,11 @@
 // Gated activations, softcap, argmax and f16 row conversions for one target
-// (compiled per target). exp/tanh are xsimd's fp32 vector versions; measured
-// against double: silu/gelu within 1.2e-7·max(1, |y|), softcap (x·(1/cap), one
-// extra rounding) within 2.4e-7·max(1, |y|); tests allow 1e-6. gelu-tanh uses
-// 0.5·(1 + tanh(z)) = 1 / (1 + exp(-2z)), which avoids the cancellation of
-// 1 + tanh for negative z. f16 conversions round to nearest even (vec::store_f16).
+// (compiled per target). exp/tanh are the vector layer's fp32 versions
+// (vec::exp, vec::tanh: xsimd's); measured against double: silu/gelu within
+// 1.2e-7·max(1, |y|), softcap (x·(1/cap), one extra rounding) within
+// 2.4e-7·max(1, |y|); tests allow 1e-6. gelu-tanh uses 0.5·(1 + tanh(z)) =
+// 1 / (1 + exp(-2z)), which avoids the cancellation of 1 + tanh for negative
+// z; its k·g² + c rounds the product, then adds (no FMA). f16 conversions
+// round to nearest even (vec::store_f16).
 #include <algorithm>
 #include <cmath>
 
@@ -13,22 +15,22 @@
 namespace staticlm::kernels::STATICLM_NS {
 
 namespace {
-using B = xsimd::batch<float, Arch>;
-constexpr size_t kLanes = B::size;
+using vec::F;
+constexpr size_t kLanes = size_t(vec::kLanes);
 
 // out[i] = f(gate[i]) * up[i] where f is applied to vectors (the scalar tail
-// goes through a padded vector too, so every element sees the same formula).
-template <class F>
-void gated(const float* gate, const float* up, size_t n, float* out, F f) {
+// goes through a padded vector too).
+template <class Fn>
+void gated(const float* gate, const float* up, size_t n, float* out, Fn f) {
     size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        (f(B::load_unaligned(gate + i)) * B::load_unaligned(up + i)).store_unaligned(out + i);
+        vec::store(out + i, vec::mul(f(vec::load(gate + i)), vec::load(up + i)));
     if (i < n) {
         alignas(64) float g[kLanes] = {};
         alignas(64) float u[kLanes] = {};
         const size_t r = n - i;
         for (size_t j = 0; j < r; ++j) g[j] = gate[i + j], u[j] = up[i + j];
-        (f(B::load_aligned(g)) * B::load_aligned(u)).store_aligned(g);
+        vec::store(g, vec::mul(f(vec::load(g)), vec::load(u)));
         for (size_t j = 0; j < r; ++j) out[i + j] = g[j];
     }
 }
@@ -36,29 +38,31 @@ void gated(const float* gate, const float* up, size_t n, float* out, F f) {
 
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
     // g / (1 + exp(-g)): exp overflows to inf for g < -88 and the quotient is -0.
-    gated(gate, up, n, out, [](B g) { return g / (B(1.0f) + xsimd::exp(-g)); });
+    const F one = vec::set1(1.0f);
+    gated(gate, up, n, out, [&](F g) { return vec::div(g, vec::add(one, vec::exp(vec::neg(g)))); });
 }
 
 void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out) {
     // 0.5·g·(1 + tanh(z)) with z = √(2/π)·(g + 0.044715·g³), written as g / (1 + exp(-2z)).
-    const B k2(float(2.0 * 0.7978845608028654));
-    const B k2c(float(2.0 * 0.7978845608028654 * 0.044715));
-    gated(gate, up, n, out, [&](B g) {
-        const B two_z = g * xsimd::fma(k2c, g * g, k2);
-        return g / (B(1.0f) + xsimd::exp(-two_z));
+    const F k2 = vec::set1(float(2.0 * 0.7978845608028654));
+    const F k2c = vec::set1(float(2.0 * 0.7978845608028654 * 0.044715));
+    const F one = vec::set1(1.0f);
+    gated(gate, up, n, out, [&](F g) {
+        const F two_z = vec::mul(g, vec::add(vec::mul(k2c, vec::mul(g, g)), k2));
+        return vec::div(g, vec::add(one, vec::exp(vec::neg(two_z))));
     });
 }
 
 void softcap(float* x, size_t n, float cap) {
-    const B vcap(cap), vinv(1.0f / cap);
+    const F vcap = vec::set1(cap), vinv = vec::set1(1.0f / cap);
     size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        (vcap * xsimd::tanh(B::load_unaligned(x + i) * vinv)).store_unaligned(x + i);
+        vec::store(x + i, vec::mul(vcap, vec::tanh(vec::mul(vec::load(x + i), vinv))));
     if (i < n) {
         alignas(64) float t[kLanes] = {};
         const size_t r = n - i;
         for (size_t j = 0; j < r; ++j) t[j] = x[i + j];
-        (vcap * xsimd::tanh(B::load_aligned(t) * vinv)).store_aligned(t);
+        vec::store(t, vec::mul(vcap, vec::tanh(vec::mul(vec::load(t), vinv))));
         for (size_t j = 0; j < r; ++j) x[i + j] = t[j];
     }
 }
@@ -77,15 +81,15 @@ int argmax(const float* x, int n) {
         int i = 0;
         float m = xb[0];
         if (len >= int(4 * kLanes)) {
-            B m0 = B::load_unaligned(xb), m1 = m0, m2 = m0, m3 = m0;
+            F m0 = vec::load(xb), m1 = m0, m2 = m0, m3 = m0;
             for (; i + int(4 * kLanes) <= len; i += int(4 * kLanes)) {
-                m0 = xsimd::max(m0, B::load_unaligned(xb + i));
-                m1 = xsimd::max(m1, B::load_unaligned(xb + i + kLanes));
-                m2 = xsimd::max(m2, B::load_unaligned(xb + i + 2 * kLanes));
-                m3 = xsimd::max(m3, B::load_unaligned(xb + i + 3 * kLanes));
+                m0 = vec::max(m0, vec::load(xb + i));
+                m1 = vec::max(m1, vec::load(xb + i + kLanes));
+                m2 = vec::max(m2, vec::load(xb + i + 2 * kLanes));
+                m3 = vec::max(m3, vec::load(xb + i + 3 * kLanes));
             }
             alignas(64) float lanes[kLanes];
-            xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)).store_aligned(lanes);
+            vec::store(lanes, vec::max(vec::max(m0, m1), vec::max(m2, m3)));
             for (size_t l = 0; l < kLanes; ++l) m = std::max(m, lanes[l]);
         }
         for (; i < len; ++i) m = std::max(m, xb[i]);
@@ -103,12 +107,11 @@ int argmax(const float* x, int n) {
 // f16 rows of the KV cache: whole vectors through the layer's conversion, the
 // tail through the same conversion via padded copies.
 void to_f16(const float* x, size_t n, uint16_t* y) {
-    constexpr size_t kL = size_t(vec::kLanes);
     size_t i = 0;
-    for (; i + kL <= n; i += kL) vec::store_f16(y + i, vec::load(x + i));
+    for (; i + kLanes <= n; i += kLanes) vec::store_f16(y + i, vec::load(x + i));
     if (i < n) {
-        alignas(64) float t[kL] = {};
-        alignas(64) uint16_t h[kL];
+        alignas(64) float t[kLanes] = {};
+        alignas(64) uint16_t h[kLanes];
         std::copy(x + i, x + n, t);
         vec::store_f16(h, vec::load(t));
         std::copy(h, h + (n - i), y + i);
@@ -116,12 +119,11 @@ void to_f16(const float* x, size_t n, uint16_t* y) {
 }
 
 void from_f16(const uint16_t* x, size_t n, float* y) {
-    constexpr size_t kL = size_t(vec::kLanes);
     size_t i = 0;
-    for (; i + kL <= n; i += kL) vec::store(y + i, vec::load(x + i));
+    for (; i + kLanes <= n; i += kLanes) vec::store(y + i, vec::load(x + i));
     if (i < n) {
-        alignas(64) uint16_t h[kL] = {};
-        alignas(64) float t[kL];
+        alignas(64) uint16_t h[kLanes] = {};
+        alignas(64) float t[kLanes];
         std::copy(x + i, x + n, h);
         vec::store(t, vec::load(h));
         std::copy(t, t + (n - i), y + i);

@@ -3,7 +3,8 @@
 // peak and, on AVX512-BF16 CPUs, bf16 dot peak. Compiled per target like the
 // kernels; the generic target has none (its ceilings are reported as not
 // measured). Peak loops are written in assembly where intrinsics let GCC copy
-// or spill accumulators, so, with vec.hpp, this is where instructions are named.
+// or spill accumulators, so, beside vec.hpp, this is one of the places where
+// instructions are named (docs/ARCHITECTURE.md lists them).
 #include <cstdint>
 
 #include "kernels/simd/amx.hpp"

@@ -2,12 +2,14 @@
 // float vector type F and one int32 vector type I of kLanes lanes per target,
 // with the loads, stores, arithmetic and conversions the kernels use, and the
 // int8 dot-product step of the integer formats. Kernel bodies are written once
-// against it; apart from the peak loops of simd/probe.cpp, this is the only
-// file that names instructions. Adding an instruction set = one more section.
+// against it and name no instructions themselves; the exceptions (attention's
+// xsimd, the AMX paths, probe.cpp's peak loops) are listed in
+// docs/ARCHITECTURE.md. Adding an instruction set = one more section.
 //
 // The same contract on every target, so that kernels give the same bits
 // wherever their operations are exact:
 //  - max(a, b) / min(a, b) return b when either is NaN (the x86 rule);
+//    ge(a, b) / eq(a, b) are ordered compares (false when either is NaN);
 //  - fma(a, b, c) rounds once on FMA targets, twice (a·b, then + c) on generic;
 //  - to_int(v) is exact for integral v in int32 range; shl8(v) shifts each
 //    int32 lane left by 8 (16-bit activations' first plane);
@@ -118,6 +120,7 @@ inline float hmax(F v) {
 }
 inline F trunc(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
 inline Mask ge(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+inline Mask eq(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 inline F select(Mask m, F a, F b) { return _mm512_mask_blend_ps(m, b, a); }
 // ±1 with the sign bit of t.
 inline F sign_one(F t) { return _mm512_or_ps(_mm512_and_ps(t, set1(-0.0f)), set1(1.0f)); }
@@ -291,6 +294,7 @@ inline float hmax(F v) {
 }
 inline F trunc(F v) { return _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
 inline Mask ge(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+inline Mask eq(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
 inline F select(Mask m, F a, F b) { return _mm256_blendv_ps(b, a, m); }
 inline F sign_one(F t) {
     return _mm256_or_ps(_mm256_and_ps(t, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
@@ -526,6 +530,7 @@ inline float hmax(F v) {
 }
 inline F trunc(F v) { return xsimd::trunc(v); }
 inline Mask ge(F a, F b) { return a >= b; }
+inline Mask eq(F a, F b) { return a == b; }
 inline F select(Mask m, F a, F b) { return xsimd::select(m, a, b); }
 inline F sign_one(F t) { return (t & F(-0.0f)) | F(1.0f); }
 inline bool any_nan(F v) { return xsimd::any(v != v); }
@@ -645,10 +650,21 @@ inline void hsum_rows(const F* rows, float* out) { xsimd::haddp(rows).store_unal
 // The float vectors as xsimd batches and back (the same registers).
 inline B to_batch(F v) { return B(v); }
 
-// exp and the sum of the lanes, on every target through xsimd's batch (the
-// same registers): xsimd's fp32 exp (~1 ulp; exp(-inf) = 0) and its
-// horizontal add.
-inline F exp(F v) { return F(xsimd::exp(B(v))); }
+// ---------------------------------------------------------------------------
+// Every target: xsimd's versions on the same registers. exp, tanh and sincos
+// are its fp32 polynomials (no FMA: Arch names no fma3 extension, so their
+// steps round after each multiply); hsum is its reduction tree (halves added
+// pairwise down to one lane); neg is its unary minus, a sign flip on AVX2 and
+// generic, 0 - v on AVX-512 (so neg(+0) = +0 there).
+// ---------------------------------------------------------------------------
+inline F exp(F v) { return xsimd::exp(B(v)); }
+inline F tanh(F v) { return xsimd::tanh(B(v)); }
+inline void sincos(F v, F& s, F& c) {
+    const auto [bs, bc] = xsimd::sincos(B(v));
+    s = bs;
+    c = bc;
+}
 inline float hsum(F v) { return xsimd::hadd(B(v)); }
+inline F neg(F v) { return -B(v); }
 
 }  // namespace staticlm::kernels::STATICLM_NS::vec
