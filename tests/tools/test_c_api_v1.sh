@@ -8,7 +8,7 @@
 # Also checks the symbol versions: every v1 function is exported at
 # STATICLM_1, the new ones at STATICLM_2, and the soname is unchanged.
 # usage: test_c_api_v1.sh BUILD_DIR SOURCE_DIR [DEFAULT_LIBRARY]
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=$1
 src=$2
 v1=90ba0a6
@@ -22,44 +22,40 @@ if ! git -C "$src" cat-file -e "$v1^{commit}" 2>/dev/null; then
 fi
 lib=$build/libstaticlm.so.1
 [[ -f "$lib" ]] || { echo "FAIL: $lib is missing"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 mkdir -p "$tmp/include/staticlm"
 git -C "$src" show "$v1:include/staticlm/staticlm.h" >"$tmp/include/staticlm/staticlm.h"
 git -C "$src" show "$v1:examples/generate.c" >"$tmp/generate.c"
 git -C "$src" show "$v1:tests/c_api/test_c_api.c" >"$tmp/test_c_api.c"
-grep -q '^#define SLM_API_VERSION 1$' "$tmp/include/staticlm/staticlm.h" || fail "the $v1 header is not C API 1"
+grep -q '^#define SLM_API_VERSION 1$' "$tmp/include/staticlm/staticlm.h" || bad "the $v1 header is not C API 1"
 
 # Every function of the v1 header is exported at version STATICLM_1.
 v1_names=$(grep -o '^SLM_API [^(]*(' "$tmp/include/staticlm/staticlm.h" | sed 's/.*[ *]\([a-z_0-9]*\)($/\1/' | sort)
-[[ $(wc -l <<<"$v1_names") -ge 40 ]] || fail "found only $(wc -l <<<"$v1_names") functions in the v1 header"
+[[ $(wc -l <<<"$v1_names") -ge 40 ]] || bad "found only $(wc -l <<<"$v1_names") functions in the v1 header"
 exported=$(objdump -T "$lib" | awk '$NF ~ /^slm_/ && $4 != "*UND*" {v = $(NF-1); gsub(/[()]/, "", v); print v, $NF}')
 for name in $v1_names; do
-    grep -qx "STATICLM_1 $name" <<<"$exported" || fail "$name is not exported as STATICLM_1: $(grep " $name\$" <<<"$exported")"
+    grep -qx "STATICLM_1 $name" <<<"$exported" || bad "$name is not exported as STATICLM_1: $(grep " $name\$" <<<"$exported")"
 done
-grep -qx "STATICLM_2 slm_batch_create" <<<"$exported" || fail "slm_batch_create is not exported as STATICLM_2"
-grep -qx "STATICLM_2 slm_score" <<<"$exported" || fail "slm_score is not exported as STATICLM_2"
-grep -qx "STATICLM_3 slm_constraint_json_schema" <<<"$exported" || fail "slm_constraint_json_schema is not exported as STATICLM_3"
+grep -qx "STATICLM_2 slm_batch_create" <<<"$exported" || bad "slm_batch_create is not exported as STATICLM_2"
+grep -qx "STATICLM_2 slm_score" <<<"$exported" || bad "slm_score is not exported as STATICLM_2"
+grep -qx "STATICLM_3 slm_constraint_json_schema" <<<"$exported" || bad "slm_constraint_json_schema is not exported as STATICLM_3"
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
-[[ "$soname" == libstaticlm.so.1 ]] || fail "soname is '$soname', not libstaticlm.so.1"
+[[ "$soname" == libstaticlm.so.1 ]] || bad "soname is '$soname', not libstaticlm.so.1"
 
 # The C API 1 library as a linker sees it: the v1 names, version STATICLM_1.
 mkdir -p "$tmp/v1lib"
 { for name in $v1_names; do echo "void $name(void) {}"; done; } >"$tmp/v1lib/stub.c"
 { echo "STATICLM_1 { global:"; for name in $v1_names; do echo "  $name;"; done; echo "local: *; };"; } >"$tmp/v1lib/v1.map"
 cc -shared -fPIC "$tmp/v1lib/stub.c" -o "$tmp/v1lib/libstaticlm.so.1" -Wl,-soname,libstaticlm.so.1 \
-    -Wl,--version-script="$tmp/v1lib/v1.map" || fail "building the C API 1 stub library"
+    -Wl,--version-script="$tmp/v1lib/v1.map" || bad "building the C API 1 stub library"
 ln -s libstaticlm.so.1 "$tmp/v1lib/libstaticlm.so"
 
 for prog in generate test_c_api; do
     cc -std=c11 -Wall -Wextra -I"$tmp/include" "$tmp/$prog.c" -o "$tmp/$prog" -L"$tmp/v1lib" -lstaticlm -lpthread \
-        2>"$tmp/$prog.cc.txt" || { fail "cc $prog.c (v1 header)"; cat "$tmp/$prog.cc.txt"; continue; }
+        2>"$tmp/$prog.cc.txt" || { bad "cc $prog.c (v1 header)"; cat "$tmp/$prog.cc.txt"; continue; }
     # A v1 program needs STATICLM_1 symbols only.
     need=$(objdump -T "$tmp/$prog" | grep -o 'STATICLM_[0-9]*' | sort -u | tr '\n' ' ')
-    [[ "$need" == "STATICLM_1 " ]] || fail "$prog needs symbol versions '$need', not only STATICLM_1"
+    [[ "$need" == "STATICLM_1 " ]] || bad "$prog needs symbol versions '$need', not only STATICLM_1"
 done
 
 export LD_LIBRARY_PATH=$build
@@ -69,10 +65,10 @@ if [[ -x "$tmp/test_c_api" ]]; then
     "$tmp/test_c_api" "$src" >"$tmp/out.txt" 2>"$tmp/err.txt"
     fails_v1=$(grep '^FAIL' "$tmp/err.txt")
     if [[ "$fails_v1" != *"slm_api_version() == SLM_API_VERSION"* || $(grep -c '^FAIL' "$tmp/err.txt") -ne 1 ]]; then
-        fail "the v1 C API test against the new library:"
+        bad "the v1 C API test against the new library:"
         cat "$tmp/err.txt"
     fi
-    grep -q 'checks, 1 failed' "$tmp/out.txt" || fail "v1 test summary: $(tail -1 "$tmp/out.txt")"
+    grep -q 'checks, 1 failed' "$tmp/out.txt" || bad "v1 test summary: $(tail -1 "$tmp/out.txt")"
     echo "v1 test_c_api: $(tail -1 "$tmp/out.txt") (the one expected: the API version is 2)"
 fi
 
@@ -82,8 +78,7 @@ if [[ ! -d "$model" ]]; then
 elif [[ -x "$tmp/generate" ]]; then
     want=$("$build/tools/staticlm" generate -m "$model" --weights f32 --temp 0 -n 24 -t 2 -p "Once upon a time" 2>/dev/null)
     got=$("$tmp/generate" "$model" "Once upon a time" 24 2>"$tmp/gen.err")
-    [[ -n "$want" && "$got" == "$want" ]] || fail "v1 example printed '$got', the CLI '$want' ($(cat "$tmp/gen.err"))"
+    [[ -n "$want" && "$got" == "$want" ]] || bad "v1 example printed '$got', the CLI '$want' ($(cat "$tmp/gen.err"))"
     echo "v1 example: '$got'"
 fi
-echo "c-api-v1: $fails failures"
-[[ $fails -eq 0 ]]
+finish c-api-v1

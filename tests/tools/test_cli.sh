@@ -2,28 +2,12 @@
 # End-to-end checks of the staticlm CLI on the real stories260K model:
 # exact greedy text, bucket settings, scripted chat, tokenize, exit codes.
 # usage: test_cli.sh STATICLM SHARED_DATA_DIR
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$1
 data=$2
-if [[ ! -d "$data/stories260K-hf" ]]; then
-    echo "SKIPPED: $data is absent; the CLI tests need ../shared/data/stories260K-hf"
-    exit 77
-fi
 model="$data/stories260K-hf"
+need "$model"
 expected="$data/stories260K/expected_greedy_200.txt"
-fails=0 passes=0
-check() {  # name, then a command that must succeed
-    local name=$1
-    shift
-    if "$@"; then
-        passes=$((passes + 1))
-    else
-        echo "FAIL: $name"
-        fails=$((fails + 1))
-    fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 for buckets in "" "--prefill-buckets 1" "--append-buckets 3,5" "--prefill-buckets 2,7 --kv f32"; do
     # shellcheck disable=SC2086
@@ -96,5 +80,4 @@ check "capacity message names the flag" grep -q -- "-c/--max-seq" "$tmp/err2.txt
 "$bin" info --model "$model" >"$tmp/info.txt" 2>&1
 check "info prints the target" grep -q "^target" "$tmp/info.txt"
 
-echo "cli: $passes passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish cli

@@ -5,17 +5,9 @@
 # committed twin tests/fixtures/gguf/llama-tied.gguf always, on the real
 # Gemma 3 270M (~/.cache/staticlm, tools/get_model.sh) when it is there.
 # usage: test_cli_gguf.sh STATICLM SOURCE_DIR
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$1
 src=$2
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-check() {  # name, then a command that must succeed
-    local name=$1
-    shift
-    if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
 
 twin=$src/tests/fixtures/gguf/llama-tied.gguf
 "$bin" generate -m "$twin" -p "ab" -n 8 --temp 0 --weights f32 >"$tmp/gen.txt" 2>"$tmp/gen_err.txt"
@@ -92,5 +84,4 @@ else
     echo "SKIPPED (gemma3-270m part): $real is absent; run tools/get_model.sh"
 fi
 
-echo "$fails failures"
-[[ $fails -eq 0 ]]
+finish cli-gguf

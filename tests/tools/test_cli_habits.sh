@@ -5,36 +5,12 @@
 # name the flag, Ctrl-C in chat, prompt files (stdin, directories, devices,
 # size limits), generation_config.json sampling defaults, tokenize --pieces.
 # usage: test_cli_habits.sh STATICLM SOURCE_DIR
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$1
 src=$2
 data=$src/../shared/data
-if [[ ! -d "$data/stories260K-hf" ]]; then
-    echo "SKIPPED: $data/stories260K-hf is absent"
-    exit 77
-fi
 M=$data/stories260K-hf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run NAME WANT_EXIT -- CMD...: runs CMD with stdout/stderr in $tmp/out, $tmp/err
-run() {
-    local name=$1 want=$2
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [[ $got != "$want" ]]; then
-        bad "$name: exit $got, want $want"
-        sed 's/^/  | /' "$tmp/err" | tail -5
-        return 1
-    fi
-    ok
-}
-has() {  # FILE TEXT NAME
-    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1"): $(head -c 300 "$1")"; fi
-}
+need "$M"
 G=(generate -m "$M" --weights f32 -t 2)
 
 # --- short flags (generate -m M -p ... -n 10 used to print 256 tokens from BOS) ---
@@ -213,5 +189,4 @@ rc=$?
 exec 4>&-
 [[ $rc == 130 ]] && ok || bad "Ctrl-C at the chat prompt: exit $rc, want 130"
 
-echo "cli-habits: $passes passed, $fails failed"
-[[ $fails -eq 0 ]]
+finish cli-habits

@@ -2,43 +2,35 @@
 # CLI exit codes and output of `staticlm verify` / `staticlm perplexity`
 # (the numbers themselves are checked by test_measure.cpp).
 # usage: test_cli_measure.sh STATICLM_BINARY SOURCE_DIR
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$1
 src=$2
 fx=$src/tests/fixtures
-fails=0
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 
-# expect CODE DESCRIPTION -- COMMAND...
+# expect CODE DESCRIPTION -- COMMAND...: run, except that an exit 1 saying "is
+# not supported" (the loader rejects a feature of this fixture, e.g.
+# attention_k_eq_v for now) is a skip, and so are the contains checks after it.
 expect() {
     local want=$1 what=$2
     shift 3
-    "$@" >"$out/stdout" 2>"$out/stderr"
+    "$@" >"$tmp/out" 2>"$tmp/err"
     local got=$?
     skipped=0
-    if [ "$got" = 1 ] && grep -q "is not supported" "$out/stderr"; then
-        # The loader rejects a feature of this fixture (e.g. attention_k_eq_v for now).
-        echo "SKIPPED: $what: $(cat "$out/stderr")"
+    if [ "$got" = 1 ] && grep -q "is not supported" "$tmp/err"; then
+        echo "SKIPPED: $what: $(cat "$tmp/err")"
         skipped=1
     elif [ "$got" != "$want" ]; then
-        echo "FAIL: $what: exit $got, expected $want"
+        bad "$what: exit $got, expected $want"
         echo "  command: $*"
-        sed 's/^/  | /' "$out/stdout" "$out/stderr" | tail -20
-        fails=$((fails + 1))
+        sed 's/^/  | /' "$tmp/out" "$tmp/err" | tail -20
     else
-        echo "ok: $what (exit $got)"
+        ok
     fi
 }
 
 # contains TEXT: the last command's stdout has TEXT.
 contains() {
-    [ "$skipped" = 1 ] && return
-    if ! grep -qF -- "$1" "$out/stdout"; then
-        echo "FAIL: output lacks '$1'"
-        sed 's/^/  | /' "$out/stdout" | tail -20
-        fails=$((fails + 1))
-    fi
+    [ "$skipped" = 1 ] || has "$tmp/out" "$1" "output"
 }
 
 for d in llama-gqa-llama3 llama-tied llama-mqa-3layer gemma4-e2b-like-causal gemma4-e2b-like-cond \
@@ -77,19 +69,18 @@ expect 2 "verify with a bad --max-peir" -- "$bin" verify --model "$fx/llama-tied
 # A dump alongside the check (tensor values: test_measure.cpp and tools/fixtures/reference.py compare).
 expect 0 "verify with --dump" -- "$bin" verify --model "$fx/llama-gqa-llama3" \
     --reference "$fx/llama-gqa-llama3/reference.safetensors" --weights f32 --threads 2 --summary \
-    --dump "$out/dump"
+    --dump "$tmp/dump"
 contains "dump: 21 tensors"
 for f in index.json embed.f32 q.0.f32 h.1.f32 final_norm.f32 logits.f32; do
-    [ -f "$out/dump/$f" ] || { echo "FAIL: dump lacks $f"; fails=$((fails + 1)); }
+    [ -f "$tmp/dump/$f" ] || bad "dump lacks $f"
 done
 
 # bench: one JSON object per thread count, with the issue's keys; the work
 # figures follow from the shape (tiny-llama: 16 tokens of prefill, 4 of decode).
 expect 0 "bench --threads 1,2 --json" -- "$bin" bench --synthetic tiny-llama --threads 1,2 \
     --pp 16 --tg 4 --reps 1 --json
-if [ "$(grep -c '^{' "$out/stdout")" != 2 ]; then
-    echo "FAIL: bench --threads 1,2 printed $(grep -c '^{' "$out/stdout") objects, want 2"
-    fails=$((fails + 1))
+if [ "$(grep -c '^{' "$tmp/out")" != 2 ]; then
+    bad "bench --threads 1,2 printed $(grep -c '^{' "$tmp/out") objects, want 2"
 fi
 contains '"model": "tiny-llama", "weights": "q8", "threads": 1,'
 contains '"threads": 2,'
@@ -106,9 +97,8 @@ contains "scaling 1 -> 2 threads: prefill "
 # --depth: one object per depth, the passes after that many tokens in the cache.
 expect 0 "bench --depth 0,48 --json" -- "$bin" bench --synthetic tiny-llama --threads 1 --depth 0,48 \
     --pp 16 --tg 4 --reps 2 --json
-if [ "$(grep -c '^{' "$out/stdout")" != 2 ]; then
-    echo "FAIL: bench --depth 0,48 printed $(grep -c '^{' "$out/stdout") objects, want 2"
-    fails=$((fails + 1))
+if [ "$(grep -c '^{' "$tmp/out")" != 2 ]; then
+    bad "bench --depth 0,48 printed $(grep -c '^{' "$tmp/out") objects, want 2"
 fi
 contains '"depth": 0}'
 contains '"depth": 48}'
@@ -119,7 +109,7 @@ expect 2 "bench --depth -1" -- "$bin" bench --synthetic tiny-llama --depth -1
 expect 2 "bench --threads -1" -- "$bin" bench --synthetic tiny-llama --threads -1
 expect 2 "bench --pp 0" -- "$bin" bench --synthetic tiny-llama --pp 0
 expect 1 "bench of an unknown synthetic shape" -- "$bin" bench --synthetic llama-9000b
-grep -qF "llama-9000b" "$out/stderr" || { echo "FAIL: error does not name the shape"; fails=$((fails + 1)); }
+grep -qF "llama-9000b" "$tmp/err" || bad "error does not name the shape"
 
 data=$src/../shared/data/stories260K-hf
 if [ -d "$data" ]; then
@@ -136,8 +126,4 @@ else
     echo "SKIPPED perplexity: $data is absent (shared model files)"
 fi
 
-if [ "$fails" != 0 ]; then
-    echo "$fails failures"
-    exit 1
-fi
-echo "all passed"
+finish cli-measure

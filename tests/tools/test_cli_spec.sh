@@ -4,36 +4,12 @@
 # acceptance line appears, bad values are usage errors (exit 2) naming the
 # value, and batch gives the same results with it as without.
 # usage: test_cli_spec.sh STATICLM SOURCE_DIR
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bin=$1
 src=$2
 data=$src/../shared/data
-if [[ ! -d "$data/stories260K-hf" ]]; then
-    echo "SKIPPED: $data/stories260K-hf is absent"
-    exit 77
-fi
 M=$data/stories260K-hf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0 passes=0
-ok() { passes=$((passes + 1)); }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run NAME WANT_EXIT -- CMD...: runs CMD with stdout/stderr in $tmp/out, $tmp/err
-run() {
-    local name=$1 want=$2
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [[ $got != "$want" ]]; then
-        bad "$name: exit $got, want $want"
-        sed 's/^/  | /' "$tmp/err" | tail -5
-        return 1
-    fi
-    ok
-}
-has() {  # FILE TEXT NAME
-    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1"): $(head -c 300 "$1")"; fi
-}
+need "$M"
 G=(generate -m "$M" -t 2 --temp 0 -n 120)
 P="Lily saw a big dog. Lily saw a big cat. Lily saw a big"
 
@@ -83,5 +59,4 @@ done
 run "batch --spec bad" 2 -- "$bin" "${B[@]}" --output "$tmp/o.jsonl" --spec ngram:0
 has "$tmp/err" "got 'ngram:0'" "batch --spec message"
 
-echo "$passes passed, $fails failed"
-[[ $fails == 0 ]]
+finish cli-spec

@@ -6,7 +6,7 @@
 # usage: test_consumer.sh SOURCE_DIR WORK_DIR
 # WORK_DIR persists between runs (the first builds staticlm again; later runs
 # only rebuild what changed).
-set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 src=$(cd "$1" && pwd)
 work=$2
 data=$src/../shared/data
@@ -29,24 +29,19 @@ fi
 ninja -C "$work/build" consumer_c consumer_cpp >"$work/build.log" 2>&1 || {
     echo "FAIL: building the consumer"; grep -E "error|Error" -A3 "$work/build.log" | head -40; exit 1; }
 
-fails=0
-tok=$(mktemp -d)
-trap 'rm -rf "$tok"' EXIT
+tok=$tmp
 cp "$fx/config.json" "$fx/model.safetensors" "$tok/"
 cp "$src/fuzz/corpus/tokenizer_json/bytelevel_bpe.json" "$tok/tokenizer.json"
 sp_model=()
 [[ -d "$data/stories260K-hf" ]] && sp_model=("$data/stories260K-hf")
-"$work/build/consumer_c" "$fx" "$tok" "${sp_model[@]}" || fails=$((fails + 1))
-"$work/build/consumer_cpp" "$fx" || fails=$((fails + 1))
+"$work/build/consumer_c" "$fx" "$tok" "${sp_model[@]}" && ok || bad "consumer_c"
+"$work/build/consumer_cpp" "$fx" && ok || bad "consumer_cpp"
 # Only staticlm's include/ reaches the consumer's compiles.
 if grep -E '"command".*consumer\.c' "$work/build/compile_commands.json" | grep -qE 'staticlm/(model|cache|kernels|tokenizer|runtime)/include|-fopenmp'; then
-    echo "FAIL: the consumer's C compile sees staticlm internals or -fopenmp"
-    fails=$((fails + 1))
+    bad "the consumer's C compile sees staticlm internals or -fopenmp"
 fi
 # As a subproject staticlm builds neither tests nor benchmarks (nor needs doctest).
 if ninja -C "$work/build" -t targets all | grep -qE '(test_|bench_)[a-z_]+: '; then
-    echo "FAIL: the subproject defines test or benchmark targets"
-    fails=$((fails + 1))
+    bad "the subproject defines test or benchmark targets"
 fi
-echo "consumer: $fails failures"
-[[ $fails -eq 0 ]]
+finish consumer
