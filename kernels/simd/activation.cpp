@@ -34,6 +34,21 @@ void gated(const float* gate, const float* up, size_t n, float* out, Fn f) {
         for (size_t j = 0; j < r; ++j) out[i + j] = g[j];
     }
 }
+
+// y = op(x) kLanes elements at a time, op given their addresses; the tail
+// goes through zero-padded copies, so every element sees the same formula.
+template <class In, class Out, class Op>
+void map_vectors(const In* x, size_t n, Out* y, Op op) {
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) op(x + i, y + i);
+    if (i < n) {
+        alignas(64) In t[kLanes] = {};
+        alignas(64) Out u[kLanes];
+        std::copy(x + i, x + n, t);
+        op(t, u);
+        std::copy(u, u + (n - i), y + i);
+    }
+}
 }  // namespace
 
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
@@ -55,16 +70,9 @@ void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out) {
 
 void softcap(float* x, size_t n, float cap) {
     const F vcap = vec::set1(cap), vinv = vec::set1(1.0f / cap);
-    size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-        vec::store(x + i, vec::mul(vcap, vec::tanh(vec::mul(vec::load(x + i), vinv))));
-    if (i < n) {
-        alignas(64) float t[kLanes] = {};
-        const size_t r = n - i;
-        for (size_t j = 0; j < r; ++j) t[j] = x[i + j];
-        vec::store(t, vec::mul(vcap, vec::tanh(vec::mul(vec::load(t), vinv))));
-        for (size_t j = 0; j < r; ++j) x[i + j] = t[j];
-    }
+    map_vectors(x, n, x, [&](const float* a, float* b) {
+        vec::store(b, vec::mul(vcap, vec::tanh(vec::mul(vec::load(a), vinv))));
+    });
 }
 
 // One pass of vector maxima over blocks of kBlock values remembers the first
@@ -104,30 +112,13 @@ int argmax(const float* x, int n) {
     return best_block;
 }
 
-// f16 rows of the KV cache: whole vectors through the layer's conversion, the
-// tail through the same conversion via padded copies.
+// f16 rows of the KV cache, through the layer's conversions.
 void to_f16(const float* x, size_t n, uint16_t* y) {
-    size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) vec::store_f16(y + i, vec::load(x + i));
-    if (i < n) {
-        alignas(64) float t[kLanes] = {};
-        alignas(64) uint16_t h[kLanes];
-        std::copy(x + i, x + n, t);
-        vec::store_f16(h, vec::load(t));
-        std::copy(h, h + (n - i), y + i);
-    }
+    map_vectors(x, n, y, [](const float* a, uint16_t* b) { vec::store_f16(b, vec::load(a)); });
 }
 
 void from_f16(const uint16_t* x, size_t n, float* y) {
-    size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) vec::store(y + i, vec::load(x + i));
-    if (i < n) {
-        alignas(64) uint16_t h[kLanes] = {};
-        alignas(64) float t[kLanes];
-        std::copy(x + i, x + n, h);
-        vec::store(t, vec::load(h));
-        std::copy(t, t + (n - i), y + i);
-    }
+    map_vectors(x, n, y, [](const uint16_t* a, float* b) { vec::store(b, vec::load(a)); });
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

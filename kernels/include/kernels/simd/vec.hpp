@@ -519,8 +519,15 @@ inline F mul(F a, F b) { return a * b; }
 inline F div(F a, F b) { return a / b; }
 inline F fma(F a, F b, F c) { return a * b + c; }
 inline F abs(F v) { return xsimd::abs(v); }
+#if defined(__SSE2__)
+// maxps / minps are the contract's rule as one instruction (GCC does not fold
+// the select form into them).
+inline F max(F a, F b) { return xsimd::max(a, b); }
+inline F min(F a, F b) { return xsimd::min(a, b); }
+#else
 inline F max(F a, F b) { return xsimd::select(a > b, a, b); }
 inline F min(F a, F b) { return xsimd::select(a < b, a, b); }
+#endif
 inline float hmax(F v) {
     alignas(64) float tmp[kLanes];
     v.store_aligned(tmp);
