@@ -244,20 +244,6 @@ void deq_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
 
 }  // namespace
 
-void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
-    const auto* x = static_cast<const BlockQ4_K*>(src);
-    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 8, m += 8) {
-        d[i] = x[i].d;
-        dmin[i] = x[i].dmin;
-        for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l) {
-                q[64 * c + l] = uint8_t(x[i].qs[32 * c + l] & 0xF);
-                q[64 * c + 32 + l] = uint8_t(x[i].qs[32 * c + l] >> 4);
-            }
-        for (int j = 0; j < 8; ++j) k4_scale_min(j, x[i].scales, sc[j], m[j]);
-    }
-}
-
 void ggml_q41_fields(GgmlType type, const void* src, int64_t n, uint8_t* q, uint16_t* d, uint16_t* m) {
     for (int64_t i = 0; i < n / kQK; ++i, q += kQK) {
         uint8_t h[kQK] = {};
@@ -274,41 +260,6 @@ void ggml_q41_fields(GgmlType type, const void* src, int64_t n, uint8_t* q, uint
             q[j] = uint8_t((qs[j] & 0x0F) | h[j]);
             q[j + kQK / 2] = uint8_t((qs[j] >> 4) | h[j + kQK / 2]);
         }
-    }
-}
-
-void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
-    const auto* x = static_cast<const BlockQ5_K*>(src);
-    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 8, m += 8) {
-        d[i] = x[i].d;
-        dmin[i] = x[i].dmin;
-        const uint8_t* qh = x[i].qh;
-        for (int c = 0; c < 4; ++c)  // as deq_q5_k
-            for (int l = 0; l < 32; ++l) {
-                const uint8_t b = x[i].qs[32 * c + l];
-                q[64 * c + l] = uint8_t((b & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4));
-                q[64 * c + 32 + l] = uint8_t((b >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4));
-            }
-        for (int j = 0; j < 8; ++j) k4_scale_min(j, x[i].scales, sc[j], m[j]);
-    }
-}
-
-void ggml_q6k_fields(const void* src, int64_t n, uint8_t* q, int8_t* sc, uint16_t* d) {
-    const auto* x = static_cast<const BlockQ6_K*>(src);
-    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 16) {
-        d[i] = x[i].d;
-        for (int h = 0; h < 2; ++h) {  // as deq_q6_k
-            const uint8_t* ql = x[i].ql + 64 * h;
-            const uint8_t* qh = x[i].qh + 32 * h;
-            uint8_t* o = q + 128 * h;
-            for (int l = 0; l < 32; ++l) {
-                o[l] = uint8_t((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-                o[32 + l] = uint8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-                o[64 + l] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                o[96 + l] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-            }
-        }
-        std::memcpy(sc, x[i].scales, 16);
     }
 }
 

@@ -1,16 +1,13 @@
 // Scalar reference for the q8 format and q8 matmul: the specification that the
 // packing code and every SIMD target are tested against. Plain row-major data.
+// Also the pieces several integer formats' references share (their row
+// quantizers over a group quantizer, the affine matmul); each format's own
+// reference is in its folder, kernels/formats/<name>/format.cpp.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "formats/q4/layout.hpp"
-#include "formats/q4a/layout.hpp"
-#include "formats/q5a/layout.hpp"
 #include "formats/q4k/layout.hpp"
-#include "formats/q5k/layout.hpp"
-#include "formats/q6k/layout.hpp"
-#include "formats/q5/layout.hpp"
 #include "kernels/ref.hpp"
 
 namespace staticlm::kernels::ref {
@@ -69,10 +66,8 @@ void quantize_row_act(const float* x, int k, int act_bits, int32_t* q, float* sc
     }
 }
 
-namespace {
-
-void quantize_low_bit_row(float (*quantize)(const float*, int8_t*), const float* x, int k, int8_t* q,
-                          float* scale) {
+void quantize_symmetric_row(float (*quantize)(const float*, int8_t*), const float* x, int k, int8_t* q,
+                            float* scale) {
     const int k_pad = (k + kQ8Group - 1) / kQ8Group * kQ8Group;
     for (int g0 = 0; g0 < k_pad; g0 += kQ8Group) {
         float buf[kQ8Group] = {};
@@ -80,18 +75,6 @@ void quantize_low_bit_row(float (*quantize)(const float*, int8_t*), const float*
         scale[g0 / kQ8Group] = quantize(buf, q + g0);
     }
 }
-
-}  // namespace
-
-void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
-    quantize_low_bit_row(quantize_q4_group, x, k, q, scale);
-}
-
-void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale) {
-    quantize_low_bit_row(quantize_q5_group, x, k, q, scale);
-}
-
-namespace {
 
 void quantize_affine_k_row(void (*quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
                            WeightType type, const float* x, int k, uint8_t* wn, float* ws, float* wm) {
@@ -109,10 +92,6 @@ void quantize_affine_k_row(void (*quantize)(const float*, uint8_t*, uint8_t*, ui
     }
 }
 
-}  // namespace
-
-namespace {
-
 void quantize_affine_g_row(void (*quantize)(const float*, uint8_t*, uint16_t*, uint16_t*), const float* x, int k,
                            uint8_t* wn, float* ws, float* wm) {
     const int k_pad = padded_k(WeightType::q8, k);
@@ -124,24 +103,6 @@ void quantize_affine_g_row(void (*quantize)(const float*, uint8_t*, uint16_t*, u
         ws[g0 / kQ8Group] = f16_to_f32(d);
         wm[g0 / kQ8Group] = -f16_to_f32(m);
     }
-}
-
-}  // namespace
-
-void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
-    quantize_affine_g_row(quantize_q4a_group, x, k, wn, ws, wm);
-}
-
-void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
-    quantize_affine_g_row(quantize_q5a_group, x, k, wn, ws, wm);
-}
-
-void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
-    quantize_affine_k_row(quantize_q4k_super, WeightType::q4k, x, k, wn, ws, wm);
-}
-
-void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
-    quantize_affine_k_row(quantize_q5k_super, WeightType::q5k, x, k, wn, ws, wm);
 }
 
 void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
@@ -172,42 +133,6 @@ void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, i
                 acc += t1;
                 const float t2 = wm[wi] * -(xsg * float(sum));
                 acc += t2;
-            }
-            y[size_t(r) * ldy + size_t(c)] = acc;
-        }
-    }
-}
-
-void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws) {
-    const int k_pad = padded_k(WeightType::q6k, k);
-    for (int s0 = 0; s0 < k_pad; s0 += kQ6kSuper) {
-        float buf[kQ6kSuper] = {};
-        for (int i = 0; i < kQ6kSuper && s0 + i < k; ++i) buf[i] = x[s0 + i];
-        uint8_t n[kQ6kSuper];
-        int8_t sc[kQ6kSuper / kQ6kSub];
-        uint16_t d;
-        quantize_q6k_super(buf, n, sc, &d);
-        for (int i = 0; i < kQ6kSuper; ++i) q[s0 + i] = int8_t(n[i] - 32);
-        for (int h = 0; h < kQ6kSuper / kQ6kSub; ++h) ws[s0 / kQ6kSub + h] = f16_to_f32(d) * float(sc[h]);
-    }
-}
-
-void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
-                size_t ldy, int act_bits) {
-    const int k_pad = padded_k(WeightType::q6k, k), k_act = padded_k(WeightType::q8, k);
-    const int n_halves = k_act / kQ6kSub, w_halves = k_pad / kQ6kSub;
-    std::vector<int32_t> xq(static_cast<size_t>(k_act));
-    std::vector<float> xs(static_cast<size_t>(k_act / kQ8Group));
-    for (int r = 0; r < m; ++r) {
-        quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
-        for (int c = 0; c < n; ++c) {
-            const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
-            float acc = 0.0f;
-            for (int h = 0; h < n_halves; ++h) {
-                int32_t dot = 0;
-                for (int i = h * kQ6kSub; i < (h + 1) * kQ6kSub; ++i) dot += int32_t(wrow[i]) * int32_t(xq[size_t(i)]);
-                const float term = (xs[size_t(h / 2)] * ws[size_t(c) * size_t(w_halves) + size_t(h)]) * float(dot);
-                acc += term;
             }
             y[size_t(r) * ldy + size_t(c)] = acc;
         }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/q8/layout.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/kernels.hpp"
 #include "staticlm/error.hpp"

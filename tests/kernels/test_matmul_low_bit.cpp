@@ -21,6 +21,7 @@
 #include "formats/q5/layout.hpp"
 #include "formats/q5k/layout.hpp"
 #include "formats/q6k/layout.hpp"
+#include "formats/q8/layout.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "kernels/ref.hpp"

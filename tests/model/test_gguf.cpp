@@ -15,6 +15,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "formats/q4a/layout.hpp"
+#include "formats/q4k/layout.hpp"
+#include "formats/q5a/layout.hpp"
+#include "formats/q5k/layout.hpp"
+#include "formats/q6k/layout.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "kernels/parallel.hpp"

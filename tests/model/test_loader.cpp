@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "formats/q4/layout.hpp"
 #include "model/config.hpp"
 #include "model/model.hpp"
 #include "model/safetensors.hpp"

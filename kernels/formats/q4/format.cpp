@@ -209,4 +209,12 @@ void store_q4_group(std::byte* block, int r, const int8_t* q, float scale) {
 
 }  // namespace detail
 
+namespace ref {
+
+void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale) {
+    quantize_symmetric_row(quantize_q4_group, x, k, q, scale);
+}
+
+}  // namespace ref
+
 }  // namespace staticlm::kernels

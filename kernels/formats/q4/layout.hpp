@@ -53,4 +53,16 @@ namespace detail {
 void store_q4_group(std::byte* block, int r, const int8_t* q, float scale);
 }  // namespace detail
 
+// q4 from quants and scales given as pack_q8_quants takes them
+// (formats/q8/layout.hpp): q in [-8, 7] (anything else is Error(input)),
+// e.g. GGUF Q4_0.
+void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+
+namespace ref {
+// q4 weights as packing makes them: quantize_q4_group per group of 32
+// (ref::quantize_symmetric_row, k padded with zeros); q in [-8, 7], scale[]
+// the half values as floats. A q4 matmul is ref::matmul_q8 of these.
+void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -34,4 +34,17 @@ namespace detail {
 void store_q4a_group(std::byte* block, int r, const uint8_t* n, uint16_t d, uint16_t m);
 }  // namespace detail
 
+// q4a from GGUF Q4_1 fields (kernels::ggml_q41_fields): rows [n0, n1) given
+// as q [n1 - n0][k] in [0, 15], halves d and m [n1 - n0][k / 32]; k a
+// multiple of 32; else Error(input). Same row-range rules as pack_weights.
+void pack_q4a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
+                     std::byte* dst);
+
+namespace ref {
+// q4a weights unpacked for ref::matmul_affine (k_pad = padded_k(q4a, k), k
+// padded to 32): wn in [0, 15], per group ws = d and wm = -m
+// (ref::quantize_affine_g_row over quantize_q4a_group).
+void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

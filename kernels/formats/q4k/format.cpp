@@ -52,4 +52,26 @@ void pack_q4k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, cons
     Q4k::pack_given("pack_q4k_quants", WeightType::q4k, q, sc, m, d, dmin, n, k, n0, n1, dst);
 }
 
+void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin) {
+    const auto* x = static_cast<const BlockQ4_K*>(src);
+    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 8, m += 8) {
+        d[i] = x[i].d;
+        dmin[i] = x[i].dmin;
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                q[64 * c + l] = uint8_t(x[i].qs[32 * c + l] & 0xF);
+                q[64 * c + 32 + l] = uint8_t(x[i].qs[32 * c + l] >> 4);
+            }
+        for (int j = 0; j < 8; ++j) k4_scale_min(j, x[i].scales, sc[j], m[j]);
+    }
+}
+
+namespace ref {
+
+void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_k_row(quantize_q4k_super, WeightType::q4k, x, k, wn, ws, wm);
+}
+
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -61,4 +61,24 @@ void store_q4k_super(std::byte* super, int r, const uint8_t* n, const uint8_t* s
                      uint16_t dmin);
 }  // namespace detail
 
+// q4k from GGUF Q4_K fields (kernels::ggml_q4k_fields): rows [n0, n1) given
+// as nibbles q [n1 - n0][k] in [0, 15], 6-bit sc and m [n1 - n0][k / 32],
+// halves d and dmin [n1 - n0][k / 256]; k a multiple of 256; else Error(input).
+// Same row-range rules as pack_weights.
+void pack_q4k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
+                     int n, int k, int n0, int n1, std::byte* dst);
+
+// The fields of n elements of GGUF Q4_K blocks at src (n a multiple of 256),
+// unpacked for pack_q4k_quants: nibbles q[n], 6-bit sc[n / 32] and m[n / 32],
+// halves d[n / 256] and dmin[n / 256]; dequantize_ggml gives exactly
+// (half(d) · sc) · q - half(dmin) · m.
+void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+
+namespace ref {
+// q4k weights unpacked for ref::matmul_q4k: nibbles wn [k_pad] (k padded to
+// 256), per group of 32 the scale ws = d·sc and min wm = dmin·m [k_pad/32]
+// (ref::quantize_affine_k_row over quantize_q4k_super).
+void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -113,4 +113,12 @@ void store_q5_group(std::byte* block, int r, const int8_t* q, float scale) {
 
 }  // namespace detail
 
+namespace ref {
+
+void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale) {
+    quantize_symmetric_row(quantize_q5_group, x, k, q, scale);
+}
+
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -50,4 +50,16 @@ namespace detail {
 void store_q5_group(std::byte* block, int r, const int8_t* q, float scale);
 }  // namespace detail
 
+// q5 from quants and scales given as pack_q8_quants takes them
+// (formats/q8/layout.hpp): q in [-16, 15] (anything else is Error(input)),
+// e.g. GGUF Q5_0.
+void pack_q5_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+
+namespace ref {
+// q5 weights as packing makes them: quantize_q5_group per group of 32
+// (ref::quantize_symmetric_row, k padded with zeros); q in [-16, 15], scale[]
+// the half values as floats. A q5 matmul is ref::matmul_q8 of these.
+void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -49,4 +49,12 @@ void pack_q5a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int
     Fmt::pack_given("pack_q5a_quants", WeightType::q5a, q, d, m, n, k, n0, n1, dst);
 }
 
+namespace ref {
+
+void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm) {
+    quantize_affine_g_row(quantize_q5a_group, x, k, wn, ws, wm);
+}
+
+}  // namespace ref
+
 }  // namespace staticlm::kernels

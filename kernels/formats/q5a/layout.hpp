@@ -26,4 +26,14 @@ namespace detail {
 void store_q5a_group(std::byte* block, int r, const uint8_t* n, uint16_t d, uint16_t m);
 }  // namespace detail
 
+// pack_q4a_quants (formats/q4a/layout.hpp) for q5a, from GGUF Q5_1 fields
+// (kernels::ggml_q41_fields): q in [0, 31].
+void pack_q5a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
+                     std::byte* dst);
+
+namespace ref {
+// quantize_weight_row_q4a for q5a (over quantize_q5a_group): wn in [0, 31].
+void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -42,4 +42,19 @@ void store_q5k_super(std::byte* super, int r, const uint8_t* n, const uint8_t* s
                      uint16_t dmin);
 }  // namespace detail
 
+// pack_q4k_quants (formats/q4k/layout.hpp) for q5k, from GGUF Q5_K fields
+// (kernels::ggml_q5k_fields): q in [0, 31].
+void pack_q5k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
+                     int n, int k, int n0, int n1, std::byte* dst);
+
+// ggml_q4k_fields (formats/q4k/layout.hpp) for GGUF Q5_K blocks, unpacked for
+// pack_q5k_quants: q[n] in [0, 31].
+void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
+
+namespace ref {
+// quantize_weight_row_q4k for q5k (over quantize_q5k_super): wn in [0, 31];
+// ref::matmul_q4k is its matmul too.
+void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

@@ -190,4 +190,63 @@ void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int 
     }
 }
 
+void ggml_q6k_fields(const void* src, int64_t n, uint8_t* q, int8_t* sc, uint16_t* d) {
+    const auto* x = static_cast<const BlockQ6_K*>(src);
+    for (int64_t i = 0; i < n / kQK_K; ++i, q += kQK_K, sc += 16) {
+        d[i] = x[i].d;
+        for (int h = 0; h < 2; ++h) {  // as deq_q6_k
+            const uint8_t* ql = x[i].ql + 64 * h;
+            const uint8_t* qh = x[i].qh + 32 * h;
+            uint8_t* o = q + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                o[l] = uint8_t((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+                o[32 + l] = uint8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+                o[64 + l] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                o[96 + l] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+            }
+        }
+        std::memcpy(sc, x[i].scales, 16);
+    }
+}
+
+namespace ref {
+
+void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws) {
+    const int k_pad = padded_k(WeightType::q6k, k);
+    for (int s0 = 0; s0 < k_pad; s0 += kQ6kSuper) {
+        float buf[kQ6kSuper] = {};
+        for (int i = 0; i < kQ6kSuper && s0 + i < k; ++i) buf[i] = x[s0 + i];
+        uint8_t n[kQ6kSuper];
+        int8_t sc[kQ6kSuper / kQ6kSub];
+        uint16_t d;
+        quantize_q6k_super(buf, n, sc, &d);
+        for (int i = 0; i < kQ6kSuper; ++i) q[s0 + i] = int8_t(n[i] - 32);
+        for (int h = 0; h < kQ6kSuper / kQ6kSub; ++h) ws[s0 / kQ6kSub + h] = f16_to_f32(d) * float(sc[h]);
+    }
+}
+
+void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy, int act_bits) {
+    const int k_pad = padded_k(WeightType::q6k, k), k_act = padded_k(WeightType::q8, k);
+    const int n_halves = k_act / kQ6kSub, w_halves = k_pad / kQ6kSub;
+    std::vector<int32_t> xq(static_cast<size_t>(k_act));
+    std::vector<float> xs(static_cast<size_t>(k_act / kQ8Group));
+    for (int r = 0; r < m; ++r) {
+        quantize_row_act(x + size_t(r) * ldx, k, act_bits, xq.data(), xs.data());
+        for (int c = 0; c < n; ++c) {
+            const int8_t* wrow = wq + size_t(c) * size_t(k_pad);
+            float acc = 0.0f;
+            for (int h = 0; h < n_halves; ++h) {
+                int32_t dot = 0;
+                for (int i = h * kQ6kSub; i < (h + 1) * kQ6kSub; ++i) dot += int32_t(wrow[i]) * int32_t(xq[size_t(i)]);
+                const float term = (xs[size_t(h / 2)] * ws[size_t(c) * size_t(w_halves) + size_t(h)]) * float(dot);
+                acc += term;
+            }
+            y[size_t(r) * ldy + size_t(c)] = acc;
+        }
+    }
+}
+
+}  // namespace ref
+
 }  // namespace staticlm::kernels

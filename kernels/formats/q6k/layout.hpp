@@ -63,4 +63,28 @@ namespace detail {
 void store_q6k_super(std::byte* super, int r, const uint8_t* n, const int8_t* sc, uint16_t d);
 }  // namespace detail
 
+// q6k from GGUF Q6_K fields (kernels::ggml_q6k_fields): rows [n0, n1) given
+// as n q [n1 - n0][k] in [0, 63], signed scales sc [n1 - n0][k / 16], halves
+// d [n1 - n0][k / 256]; k a multiple of 256; else Error(input). Same
+// row-range rules as pack_weights.
+void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int n, int k, int n0, int n1,
+                     std::byte* dst);
+
+// The fields of n elements of GGUF Q6_K blocks at src (n a multiple of 256),
+// unpacked for pack_q6k_quants: 6-bit q[n] in [0, 63] (the value is q - 32),
+// signed scales sc[n / 16], halves d[n / 256]; dequantize_ggml gives exactly
+// (half(d) · sc) · (q - 32).
+void ggml_q6k_fields(const void* src, int64_t n, uint8_t* q, int8_t* sc, uint16_t* d);
+
+namespace ref {
+// q6k weights unpacked: values q = n - 32 [n][k_pad] (k padded to 256), per
+// row and half-group of 16 the scale ws = d·sc [n][k_pad/16] (from
+// quantize_weight_row_q6k). x rows as for ref::matmul_q8; per half-group of
+// 16, in order, in fp32 (a product, then a sum):
+//   y += (x_scale · ws) · float(Σ q·q_x)   (x_scale of the half's group of 32)
+void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws);
+void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
+                size_t ldy, int act_bits = 8);
+}  // namespace ref
+
 }  // namespace staticlm::kernels

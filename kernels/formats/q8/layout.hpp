@@ -83,4 +83,11 @@ constexpr size_t q8_act_scratch_bytes(int m, int k) {
     return m <= 0 ? 0 : size_t(m) * q8_act_layout(k, 2).stride;
 }
 
+// q8 from quants that are already 8-bit with IEEE-half scales per group of 32
+// (GGUF Q8_0/Q5_0/Q4_0 blocks, kernels::ggml_to_q8_quants): rows [n0, n1)
+// given as q [n1 - n0][k] and scales [n1 - n0][k / 32]; k a multiple of 32.
+// Stored as given (no rounding); -128 becomes -127 (the format's range).
+// Same row-range rules as pack_weights.
+void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
+
 }  // namespace staticlm::kernels

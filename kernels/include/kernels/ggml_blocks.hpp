@@ -76,22 +76,13 @@ bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n);
 // other types.
 bool ggml_to_q8_quants(GgmlType type, const void* src, int8_t* q, uint16_t* scales, int64_t n);
 
-// The fields of n elements of Q4_K blocks (n a multiple of 256), unpacked for
-// kernels::pack_q4k_quants: nibbles q[n], 6-bit sc[n / 32] and m[n / 32],
-// halves d[n / 256] and dmin[n / 256]; dequantize_ggml gives exactly
-// (half(d) · sc) · q - half(dmin) · m.
-void ggml_q4k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
 // The fields of n elements of Q4_1 or Q5_1 blocks (n a multiple of 32) for
-// kernels::pack_q4a_quants / pack_q5a_quants: q[n] in [0, 15] / [0, 31],
-// halves d[n / 32] and m[n / 32]; dequantize_ggml gives exactly
-// float(q) · half(d) + half(m). type must be q4_1 or q5_1.
+// pack_q4a_quants and pack_q5a_quants, which both read them (the fields of
+// one format's blocks are read in its folder: kernels/formats/q4k/, q5k/,
+// q6k/): q[n] in [0, 15] / [0, 31], halves d[n / 32] and m[n / 32];
+// dequantize_ggml gives exactly float(q) · half(d) + half(m). type must be
+// q4_1 or q5_1.
 void ggml_q41_fields(GgmlType type, const void* src, int64_t n, uint8_t* q, uint16_t* d, uint16_t* m);
-// The same for Q5_K (kernels::pack_q5k_quants): q[n] in [0, 31].
-void ggml_q5k_fields(const void* src, int64_t n, uint8_t* q, uint8_t* sc, uint8_t* m, uint16_t* d, uint16_t* dmin);
-// The same for Q6_K (kernels::pack_q6k_quants): 6-bit q[n] in [0, 63] (the
-// value is q - 32), signed scales sc[n / 16], halves d[n / 256];
-// dequantize_ggml gives exactly (half(d) · sc) · (q - 32).
-void ggml_q6k_fields(const void* src, int64_t n, uint8_t* q, int8_t* sc, uint16_t* d);
 
 // ----------------------------------------------------------------- blocks
 // Every field is little-endian; "half" is an IEEE binary16 bit pattern.

@@ -99,37 +99,6 @@ void pack_weights(WeightType type, SrcType src_type, const void* src, int n, int
 void pack_weight_rows(WeightType type, SrcType src_type, const void* rows, int n, int k, int n0, int n1,
                       std::byte* dst);
 
-// q8 from quants that are already 8-bit with IEEE-half scales per group of 32
-// (GGUF Q8_0/Q5_0/Q4_0 blocks, kernels::ggml_to_q8_quants): rows [n0, n1)
-// given as q [n1 - n0][k] and scales [n1 - n0][k / 32]; k a multiple of 32.
-// Stored as given (no rounding); -128 becomes -127 (the format's range).
-// Same row-range rules as pack_weights.
-void pack_q8_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
-// The same for q4: q in [-8, 7] (anything else is Error(input)), e.g. GGUF Q4_0.
-void pack_q4_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
-// The same for q5: q in [-16, 15], e.g. GGUF Q5_0.
-void pack_q5_quants(const int8_t* q, const uint16_t* scales, int n, int k, int n0, int n1, std::byte* dst);
-// q4k from GGUF Q4_K fields (kernels::ggml_q4k_fields): rows [n0, n1) given
-// as nibbles q [n1 - n0][k] in [0, 15], 6-bit sc and m [n1 - n0][k / 32],
-// halves d and dmin [n1 - n0][k / 256]; k a multiple of 256; else Error(input).
-void pack_q4k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
-                     int n, int k, int n0, int n1, std::byte* dst);
-// The same for q5k (GGUF Q5_K, kernels::ggml_q5k_fields): q in [0, 31].
-void pack_q5k_quants(const uint8_t* q, const uint8_t* sc, const uint8_t* m, const uint16_t* d, const uint16_t* dmin,
-                     int n, int k, int n0, int n1, std::byte* dst);
-// q4a / q5a from GGUF Q4_1 / Q5_1 fields (kernels::ggml_q41_fields): n q
-// [n1 - n0][k] in [0, 15] / [0, 31], halves d and m [n1 - n0][k / 32]; k a
-// multiple of 32; else Error(input).
-void pack_q4a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
-                     std::byte* dst);
-void pack_q5a_quants(const uint8_t* q, const uint16_t* d, const uint16_t* m, int n, int k, int n0, int n1,
-                     std::byte* dst);
-// q6k from GGUF Q6_K fields (kernels::ggml_q6k_fields): n q [n1 - n0][k] in
-// [0, 63], signed scales sc [n1 - n0][k / 16], halves d [n1 - n0][k / 256];
-// k a multiple of 256; else Error(input).
-void pack_q6k_quants(const uint8_t* q, const int8_t* sc, const uint16_t* d, int n, int k, int n0, int n1,
-                     std::byte* dst);
-
 // Reads row `row` of a packed matrix back as floats (dequantized) — used for
 // embedding lookups and tests. out has k floats; `scale` multiplies every value.
 void unpack_row(const PackedMatrix& w, int row, float scale, float* out);

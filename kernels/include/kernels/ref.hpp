@@ -1,6 +1,8 @@
 // Scalar references: the specification every SIMD kernel is tested against.
 // Plain loops, row-major unpacked inputs, no threads. Each section is
-// implemented in the ref_*.cpp file it names.
+// implemented in the ref_*.cpp file it names; a weight format's own reference
+// (its row quantizer, and its matmul where no shared one fits) is declared in
+// its kernels/formats/<name>/layout.hpp.
 #pragma once
 
 #include <cstddef>
@@ -18,16 +20,16 @@ void quantize_row_q8(const float* x, int k, int8_t* q, float* scale);
 // or 16 (kernels/formats/q8/layout.hpp: q = 256·q1 + q2, scale = s / 256 per group),
 // as int32 values: what the matmuls below multiply the weights by.
 void quantize_row_act(const float* x, int k, int act_bits, int32_t* q, float* scale);
-// The weight variant: scales rounded to IEEE half first (see formats/q8.hpp), q
+// The weight variant: scales rounded to IEEE half first (formats/q8/layout.hpp), q
 // computed with the rounded scale; scale[] holds the rounded values as floats.
 void quantize_weight_row_q8(const float* x, int k, int8_t* q, float* scale);
-// q4 weights (kernels/formats/q4/layout.hpp): quantize_q4_group per group of 32 (k
-// padded with zeros); q in [-8, 7], scale[] the half values as floats. A q4
+// The row quantizers of the symmetric group formats (q4, q5: their
+// quantize_weight_row_<name> in kernels/formats/<name>/): quantize per group
+// of 32 (k padded with zeros) returns the group's scale, an IEEE-half value,
+// and writes its 32 q; scale[] gets the scales as floats. Such a format's
 // matmul is matmul_q8 of these q and scales.
-void quantize_weight_row_q4(const float* x, int k, int8_t* q, float* scale);
-// q5 weights (kernels/formats/q5/layout.hpp) the same way with quantize_q5_group: q
-// in [-16, 15]; a q5 matmul is matmul_q8 of these q and scales.
-void quantize_weight_row_q5(const float* x, int k, int8_t* q, float* scale);
+void quantize_symmetric_row(float (*quantize)(const float*, int8_t*), const float* x, int k, int8_t* q,
+                            float* scale);
 // out[k] = q[i] * scale[i / kQ8Group].
 void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // y[m][n] = x[m][k] · Wᵀ with W given quantized and row-major: wq [n][k_pad],
@@ -38,31 +40,24 @@ void dequantize_row_q8(const int8_t* q, const float* scale, int k, float* out);
 // act_bits (8 or 16) selects quantize_row_act's activations, here and below.
 void matmul_q8(const int8_t* wq, const float* wscale, int n, int k, const float* x, size_t ldx,
                int m, float* y, size_t ldy, int act_bits = 8);
-// q4k weights (kernels/formats/q4k/layout.hpp) unpacked: nibbles wn [n][k_pad] (k
-// padded to 256), per row and group of 32 the scale ws = d·sc and min
-// wm = dmin·m [n][k_pad/32] (from quantize_weight_row_q4k). x rows as for
+// The affine formats unpacked for matmul_affine: values wn [n][k_pad], per
+// row and group of 32 a scale ws and a min wm [n][k_pad/32]. x rows as for
 // matmul_q8; per group, in order, in fp32 (products then sums: no FMA):
 //   y += (x_scale · ws) · float(Σ wn·q_x);  y += wm · -(x_scale · float(Σ q_x))
-void quantize_weight_row_q4k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
-// q5k the same way (wn in [0, 31]); matmul_q4k is its matmul too.
-void quantize_weight_row_q5k(const float* x, int k, uint8_t* wn, float* ws, float* wm);
-// q4a / q5a (kernels/formats/q4a/layout.hpp) for matmul_q4k: k padded to 32,
-// ws = d and wm = -m per group.
-void quantize_weight_row_q4a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
-void quantize_weight_row_q5a(const float* x, int k, uint8_t* wn, float* ws, float* wm);
-void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
-                int m, float* y, size_t ldy, int act_bits = 8);
-// The same with weight rows k_pad long (q4a, q5a: k padded to 32).
+// The row quantizers of the formats (quantize_weight_row_<name> in
+// kernels/formats/<name>/) are these over the format's own quantizer:
+// q4k, q5k per super-block of 256 (type's padded k): ws = d·sc, wm = dmin·m;
+void quantize_affine_k_row(void (*quantize)(const float*, uint8_t*, uint8_t*, uint8_t*, uint16_t*, uint16_t*),
+                           WeightType type, const float* x, int k, uint8_t* wn, float* ws, float* wm);
+// q4a, q5a per group of 32: ws = d, wm = -m.
+void quantize_affine_g_row(void (*quantize)(const float*, uint8_t*, uint16_t*, uint16_t*), const float* x, int k,
+                           uint8_t* wn, float* ws, float* wm);
+// k_pad: padded_k(type, k) of the format (256 for q4k and q5k, 32 for q4a, q5a).
 void matmul_affine(const uint8_t* wn, const float* ws, const float* wm, int n, int k, int k_pad, const float* x,
                    size_t ldx, int m, float* y, size_t ldy, int act_bits = 8);
-// q6k weights (kernels/formats/q6k/layout.hpp) unpacked: values q = n - 32 [n][k_pad]
-// (k padded to 256), per row and half-group of 16 the scale ws = d·sc
-// [n][k_pad/16] (from quantize_weight_row_q6k). x rows as for matmul_q8; per
-// half-group of 16, in order, in fp32 (a product, then a sum):
-//   y += (x_scale · ws) · float(Σ q·q_x)   (x_scale of the half's group of 32)
-void quantize_weight_row_q6k(const float* x, int k, int8_t* q, float* ws);
-void matmul_q6k(const int8_t* wq, const float* ws, int n, int k, const float* x, size_t ldx, int m, float* y,
-                size_t ldy, int act_bits = 8);
+// matmul_affine with q4k's padding (q5k's is the same).
+void matmul_q4k(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
+                int m, float* y, size_t ldy, int act_bits = 8);
 
 // ---- ref_matmul_float.cpp ---------------------------------------------------
 // y[m][n] = x[m][k] · Wᵀ with W row-major [n][k] (f32, IEEE half or bf16
