@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/q6k/layout.hpp"  // ref::matmul_q6k
 #include "formats/q8/layout.hpp"
 #include "kernels/formats/format.hpp"
 #include "kernels/ggml_blocks.hpp"
