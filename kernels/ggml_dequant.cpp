@@ -33,7 +33,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::iq4_nl, "IQ4_NL", 32, 18, true},
     {GgmlType::iq3_s, "IQ3_S", 256, 110, false},
     {GgmlType::iq2_s, "IQ2_S", 256, 82, false},
-    {GgmlType::iq4_xs, "IQ4_XS", 256, 136, false},
+    {GgmlType::iq4_xs, "IQ4_XS", 256, 136, true},
     {GgmlType::i8, "I8", 1, 1, false},
     {GgmlType::i16, "I16", 1, 2, false},
     {GgmlType::i32, "I32", 1, 4, false},
@@ -159,6 +159,22 @@ void deq_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t nb) {
         for (int j = 0; j < kQK / 2; ++j) {
             y[j] = d * float(kIq4nlValues[x[i].qs[j] & 15]);
             y[j + kQK / 2] = d * float(kIq4nlValues[x[i].qs[j] >> 4]);
+        }
+    }
+}
+
+// (d · (ls − 32)) · value: d · (ls − 32) is exact in fp32, the product by the
+// value is one rounding (ggml and gguf-py multiply the same floats).
+void deq_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = half(x[i].d);
+        for (int b = 0; b < kQK_K / kQK; ++b, y += kQK) {
+            const float dl = d * float(iq4xs_scale(x[i], b) - 32);
+            const uint8_t* qs = x[i].qs + b * (kQK / 2);
+            for (int j = 0; j < kQK / 2; ++j) {
+                y[j] = dl * float(kIq4nlValues[qs[j] & 15]);
+                y[j + kQK / 2] = dl * float(kIq4nlValues[qs[j] >> 4]);
+            }
         }
     }
 }
@@ -339,6 +355,7 @@ bool dequantize_ggml(GgmlType type, const void* src, float* dst, int64_t n) {
         case GgmlType::q5_k: deq_q5_k(reinterpret_cast<const BlockQ5_K*>(s), dst, nb); break;
         case GgmlType::q6_k: deq_q6_k(reinterpret_cast<const BlockQ6_K*>(s), dst, nb); break;
         case GgmlType::iq4_nl: deq_iq4_nl(reinterpret_cast<const BlockIQ4_NL*>(s), dst, nb); break;
+        case GgmlType::iq4_xs: deq_iq4_xs(reinterpret_cast<const BlockIQ4_XS*>(s), dst, nb); break;
         default: return false;
     }
     return true;

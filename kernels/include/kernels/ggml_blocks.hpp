@@ -135,6 +135,23 @@ static_assert(sizeof(BlockIQ4_NL) == 18);
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// IQ4_XS: super-blocks of 256 with one half d; sub-block b of 32 has a
+// 6-bit scale ls (bits 0-3: nibble b % 2 of scales_l[b / 2], bits 4-5: bits
+// 2b, 2b + 1 of scales_h); x = (d · (ls − 32)) · kIq4nlValues[i], the 4-bit
+// indices of sub-block b in qs[16b .. 16b + 15] as IQ4_NL's (element j low
+// nibble, j + 16 high nibble).
+struct [[gnu::packed]] BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[kQK_K / 64];
+    uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+// Sub-block b's ls (0..63) of an IQ4_XS block.
+inline int iq4xs_scale(const BlockIQ4_XS& x, int b) {
+    return ((x.scales_l[b / 2] >> (4 * (b % 2))) & 15) | (((x.scales_h >> (2 * b)) & 3) << 4);
+}
+
 // Q8_0: x = d · q, q int8.
 struct [[gnu::packed]] BlockQ8_0 {
     uint16_t d;
