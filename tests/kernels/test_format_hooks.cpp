@@ -87,7 +87,7 @@ TEST_CASE("--weights native: the format each GGML type loads into") {
         {GgmlType::f32, "f32"},  {GgmlType::f16, "f16"},  {GgmlType::bf16, "bf16"}, {GgmlType::q8_0, "q8"},
         {GgmlType::q4_0, "q4"},  {GgmlType::q4_1, "q4a"}, {GgmlType::q5_0, "q5"},   {GgmlType::q5_1, "q5a"},
         {GgmlType::q4_k, "q4k"}, {GgmlType::q5_k, "q5k"}, {GgmlType::q6_k, "q6k"},  {GgmlType::q2_k, "q8"},
-        {GgmlType::q3_k, "q3k"}, {GgmlType::iq4_nl, "iq4nl"},
+        {GgmlType::q3_k, "q3k"}, {GgmlType::iq4_nl, "iq4nl"}, {GgmlType::iq4_xs, "iq4xs"},
     };
     for (const auto& [g, name] : want) {
         CAPTURE(std::string(ggml_type_name(g)));
@@ -141,6 +141,7 @@ std::vector<std::byte> random_blocks(GgmlType g, int rows, int k, uint32_t seed)
             case GgmlType::q6_k: half(&reinterpret_cast<BlockQ6_K*>(p)->d); break;
             case GgmlType::iq4_nl: half(&reinterpret_cast<BlockIQ4_NL*>(p)->d); break;
             case GgmlType::q3_k: half(&reinterpret_cast<BlockQ3_K*>(p)->d); break;
+            case GgmlType::iq4_xs: half(&reinterpret_cast<BlockIQ4_XS*>(p)->d); break;  // scales: any 6 bits
             default: FAIL("no block generator for ", ggml_type_name(g));
         }
     }
