@@ -106,6 +106,10 @@ CpuFeatures detect() {
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    // STATICLM_VBMI=0 runs the VBMI-free paths on a VBMI CPU (to test and
+    // compare them on one machine).
+    const char* vbmi = std::getenv("STATICLM_VBMI");
+    f.avx512_vbmi = f.avx512 && __builtin_cpu_supports("avx512vbmi") && !(vbmi && std::strcmp(vbmi, "0") == 0);
     f.amx_int8 = f.avx512 && amx_usable();
     f.amx_bf16 = f.amx_int8 && cpuid_bit(7, 0, 3, 22);  // CPUID.(7,0):EDX[22]
 #endif

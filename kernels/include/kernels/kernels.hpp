@@ -33,6 +33,7 @@ struct CpuFeatures {
     bool avx_vnni = false;
     bool avx512 = false;  // F, BW, VL, DQ, VNNI (+ FMA, F16C)
     bool avx512_bf16 = false;
+    bool avx512_vbmi = false;  // vpermb (with avx512): table lookups of iq4nl, iq4xs
     // AMX-TILE and AMX-INT8 (+ avx512), enabled by the OS in XCR0, and the
     // process granted the tile state (Linux arch_prctl(ARCH_REQ_XCOMP_PERM)).
     bool amx_int8 = false;
