@@ -10,15 +10,23 @@ namespace {
 
 // The nibbles are table indices; one byte shuffle per operand gives the
 // table's value + 128, q8's biased bytes, so the sum and the epilogue are q8's.
-struct Iq4nlWeights : HalfScaleGroups<Iq4nlWeights> {
+// Vbmi: the lookup by vpermb (vec::load_nl4_vbmi, the same bytes).
+template <bool Vbmi>
+struct Iq4nlWeights : HalfScaleGroups<Iq4nlWeights<Vbmi>> {
     static constexpr size_t kBlockBytes = sizeof(Iq4nlBlock);
     static constexpr size_t kQOff = offsetof(Iq4nlBlock, q);
     static constexpr size_t kScaleOff = offsetof(Iq4nlBlock, scale);
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 4;  // as q4: the same bytes per group
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        vec::load_nl4(reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp), kIq4nlBiased.b, w[0],
-                      w[1]);
+        const auto* q = reinterpret_cast<const uint8_t*>(blk + kQOff + 64 * jl + 4 * kL * vp);
+#if STATICLM_VEC_VBMI
+        if constexpr (Vbmi) {
+            vec::load_nl4_vbmi(q, kIq4nlBiased.b, w[0], w[1]);
+            return;
+        }
+#endif
+        vec::load_nl4(q, kIq4nlBiased.b, w[0], w[1]);
     }
     static vec::I dot(vec::I acc) { return acc; }
 };
@@ -41,6 +49,11 @@ void pack_panel_iq4nl(SrcType st, const void* src, size_t ld, int rows, int k, s
 
 }  // namespace
 
-FormatKernels iq4nl_kernels(const CpuFeatures&) { return int_kernels<Iq4nlWeights>(pack_panel_iq4nl); }
+FormatKernels iq4nl_kernels([[maybe_unused]] const CpuFeatures& cpu) {
+#if STATICLM_VEC_VBMI
+    if (cpu.avx512_vbmi) return int_kernels<Iq4nlWeights<true>>(pack_panel_iq4nl);
+#endif
+    return int_kernels<Iq4nlWeights<false>>(pack_panel_iq4nl);
+}
 
 }  // namespace staticlm::kernels::STATICLM_NS

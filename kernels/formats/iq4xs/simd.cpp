@@ -11,7 +11,9 @@ namespace {
 
 // IQ4_XS super-blocks (kernels/formats/iq4xs/layout.hpp): iq4nl's load (the
 // indices looked up as q8's biased bytes, so the group's sum starts as q8's)
-// and q8's epilogue with the group's scale d·sc.
+// and q8's epilogue with the group's scale d·sc. Vbmi: the lookup by vpermb
+// (vec::load_nl4_vbmi, the same bytes).
+template <bool Vbmi>
 struct Iq4xsWeights {
     static constexpr int kSubs = 1;
     static constexpr size_t kBlockBytes = sizeof(Iq4xsGroup);  // a group; super-blocks add d
@@ -27,8 +29,14 @@ struct Iq4xsWeights {
         return size_t((n_groups + kIq4xsGroups - 1) / kIq4xsGroups) * sizeof(Iq4xsSuper);
     }
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
-        vec::load_nl4(reinterpret_cast<const uint8_t*>(blk + offsetof(Iq4xsGroup, q) + 64 * jl + 4 * kL * vp),
-                      kIq4nlBiased.b, w[0], w[1]);
+        const auto* q = reinterpret_cast<const uint8_t*>(blk + offsetof(Iq4xsGroup, q) + 64 * jl + 4 * kL * vp);
+#if STATICLM_VEC_VBMI
+        if constexpr (Vbmi) {
+            vec::load_nl4_vbmi(q, kIq4nlBiased.b, w[0], w[1]);
+            return;
+        }
+#endif
+        vec::load_nl4(q, kIq4nlBiased.b, w[0], w[1]);
     }
     struct Scales {
         vec::F ws;  // d·sc of kL rows (exact)
@@ -64,6 +72,11 @@ void pack_panel_iq4xs(SrcType st, const void* src, size_t ld, int rows, int k, s
 
 }  // namespace
 
-FormatKernels iq4xs_kernels(const CpuFeatures&) { return int_kernels<Iq4xsWeights>(pack_panel_iq4xs); }
+FormatKernels iq4xs_kernels([[maybe_unused]] const CpuFeatures& cpu) {
+#if STATICLM_VEC_VBMI
+    if (cpu.avx512_vbmi) return int_kernels<Iq4xsWeights<true>>(pack_panel_iq4xs);
+#endif
+    return int_kernels<Iq4xsWeights<false>>(pack_panel_iq4xs);
+}
 
 }  // namespace staticlm::kernels::STATICLM_NS
