@@ -312,7 +312,19 @@ struct TileArgs {
     size_t ldy;
     ptrdiff_t y_off[2];  // column offset of each panel's outputs in y
     int cols[2];         // valid output columns of each panel (1..16)
+    // Bytes [0, pf_len) at pf[p] (a slice of a panel of the next cache
+    // block, run_range) are prefetched into L2 over the tile's groups;
+    // pf_len 0: none.
+    const std::byte* pf[2];
+    size_t pf_len;
 };
+
+// Group g's share (of n_groups) of a prefetch slice: its cache lines into L2.
+inline void prefetch_share(const std::byte* p, size_t len, int g, int n_groups) {
+    const size_t b = len * size_t(g + 1) / size_t(n_groups);
+    for (size_t o = (len * size_t(g) / size_t(n_groups)) & ~size_t(63); o < b; o += 64)
+        __builtin_prefetch(p + o, 0, 2);
+}
 
 // P: activation planes (1: 8-bit, 2: 16-bit), a template parameter so that
 // the 8-bit tiles keep every register for their own accumulators. 16-bit
@@ -335,6 +347,8 @@ void tile(const TileArgs& t) {
             for (int p = 0; p < NP; ++p)
                 for (size_t o = 0; o < W::kBlockBytes; o += 64)
                     __builtin_prefetch(blk[p] + W::kPrefetchBlocks * W::kBlockBytes + o);
+        if (t.pf_len)
+            for (int p = 0; p < NP; ++p) prefetch_share(t.pf[p], t.pf_len, g, a.n_groups);
         const std::byte* act = t.act;
         // A group's load steps, in W::kSubs runs with their own scales.
         constexpr int kStepsPerSub = kQuads / QL / W::kSubs;
@@ -592,6 +606,7 @@ void tile_rows(const TileArgs& t, int mr) {
             TileArgs t1 = t;
             tile_rows<W, 1>(t1, mr);
             t1.panel[0] = t.panel[1];
+            t1.pf[0] = t.pf[1];
             t1.y_off[0] = t.y_off[1];
             t1.cols[0] = t.cols[1];
             tile_rows<W, 1>(t1, mr);
@@ -607,10 +622,15 @@ void tile_rows(const TileArgs& t, int mr) {
             kTiles1[size_t(mr - 1)](t);
             return;
         }
-        for (int r = 0; r < mr; r += kMr2) {  // 16-bit: tiles of kMr2 rows
+        const int n2 = (mr + kMr2 - 1) / kMr2;
+        for (int q = 0; q < n2; ++q) {  // 16-bit: tiles of kMr2 rows, each a share of the prefetch
+            const int r = q * kMr2;
             TileArgs tr = t;
             tr.act = t.act + size_t(r) * t.a->stride;
             tr.y = t.y + size_t(r) * t.ldy;
+            const size_t pf0 = t.pf_len * size_t(q) / size_t(n2);
+            for (int p = 0; p < 2; ++p) tr.pf[p] = t.pf[p] + pf0;
+            tr.pf_len = t.pf_len * size_t(q + 1) / size_t(n2) - pf0;
             kTiles2[size_t(std::min(kMr2, mr - r) - 1)](tr);
         }
     }
@@ -641,67 +661,84 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
     const PackedMatrix& w = *o.w;
     const size_t panel_bytes = W::panel_bytes(a.n_groups);
     const int half = (p1 - p0 + 1) / 2;
+    auto panel = [&](int pan) { return w.data + size_t(pan) * panel_bytes; };
+    // Rows [r0, rv) run on AMX tiles, [rv, r1) on VNNI tiles of at most kMr
+    // rows, as even as they split.
+    int rv = r0;
+    if constexpr (Amx)
+        if (a.planes == 1) rv = r0 + (r1 - r0) / kRowUnit<Amx> * kRowUnit<Amx>;
+    const int n_rt = (r1 - rv + kMr - 1) / kMr;
 #if defined(STATICLM_AMX)
     if constexpr (Amx)
-        if (a.planes == 1 && r1 - r0 >= amx8::kRows) amx8::configure();
+        if (rv > r0) amx8::configure();
 #endif
     for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
         const int i1 = std::min(half, i0 + kPairsPerBlock);
-        for (int r = r0; r < r1;) {
-            const bool amx_rows = Amx && a.planes == 1 && r1 - r >= kRowUnit<Amx>;
-            const int mr = amx_rows ? kRowUnit<Amx> : std::min(kMr, r1 - r);
 #if defined(STATICLM_AMX)
-            if constexpr (Amx) {
-                if (amx_rows) {
-                    // Chunks of K outermost: one chunk of these rows'
-                    // activations serves every panel of the block before the
-                    // next is read; y holds the sums between chunks.
-                    for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
-                        const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
-                        for (int i = i0; i < i1; ++i)
-                            for (const int pan : {p0 + i, p0 + half + i}) {
-                                if (pan >= p1) continue;
-                                TileArgs t{};
-                                t.a = &a;
-                                t.ldy = o.ldy;
-                                t.act = act + size_t(r) * a.stride;
-                                t.y = o.y + size_t(r) * o.ldy;
-                                t.panel[0] = w.data + size_t(pan) * panel_bytes;
-                                t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
-                                t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
-                                amx8::tile<W>(t, g0, g1, g0 == 0);
-                            }
-                    }
-                    r += mr;
-                    continue;
+        if constexpr (Amx) {
+            for (int r = r0; r < rv; r += amx8::kRows) {
+                // Chunks of K outermost: one chunk of these rows'
+                // activations serves every panel of the block before the
+                // next is read; y holds the sums between chunks.
+                for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
+                    const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
+                    for (int i = i0; i < i1; ++i)
+                        for (const int pan : {p0 + i, p0 + half + i}) {
+                            if (pan >= p1) continue;
+                            TileArgs t{};
+                            t.a = &a;
+                            t.ldy = o.ldy;
+                            t.act = act + size_t(r) * a.stride;
+                            t.y = o.y + size_t(r) * o.ldy;
+                            t.panel[0] = panel(pan);
+                            t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
+                            t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
+                            amx8::tile<W>(t, g0, g1, g0 == 0);
+                        }
                 }
             }
+        }
 #endif
+        // Several rows per tile: while this block's panels are multiplied
+        // from L2 by every row tile, the next block's come from memory, each
+        // (row tile, pair) call prefetching its share of the same pair of the
+        // next block. Single rows keep the tile's own prefetch ahead in the
+        // stream.
+        const bool pf_next = r1 - rv > 1;
+        for (int j = 0; j < n_rt; ++j) {
+            const int ra = rv + (r1 - rv) * j / n_rt, rb = rv + (r1 - rv) * (j + 1) / n_rt;
+            const size_t pf_a = panel_bytes * size_t(j) / size_t(n_rt);
+            const size_t pf_b = panel_bytes * size_t(j + 1) / size_t(n_rt);
             for (int i = i0; i < i1; ++i) {
                 const int pa = p0 + i, pb = p0 + half + i;
                 const int np = pb < p1 ? 2 : 1;
                 TileArgs t{};
                 t.a = &a;
                 t.ldy = o.ldy;
-                t.act = act + size_t(r) * a.stride;
-                t.y = o.y + size_t(r) * o.ldy;
+                t.act = act + size_t(ra) * a.stride;
+                t.y = o.y + size_t(ra) * o.ldy;
                 const int pan[2] = {pa, pb};
                 for (int p = 0; p < np; ++p) {
-                    t.panel[p] = w.data + size_t(pan[p]) * panel_bytes;
+                    t.panel[p] = panel(pan[p]);
                     t.y_off[p] = ptrdiff_t(pan[p]) * kPanelRows;
                     t.cols[p] = std::min(kPanelRows, w.n - pan[p] * kPanelRows);
                 }
+                const int next = i + (i1 - i0);  // the same pair of the next block
+                if (pf_next && next < half) {
+                    t.pf[0] = panel(p0 + next) + pf_a;
+                    t.pf[1] = p0 + half + next < p1 ? panel(p0 + half + next) + pf_a : t.pf[0];
+                    t.pf_len = pf_b - pf_a;
+                }
                 if (np == 2)
-                    tile_rows<W, 2>(t, mr);
+                    tile_rows<W, 2>(t, rb - ra);
                 else
-                    tile_rows<W, 1>(t, mr);
+                    tile_rows<W, 1>(t, rb - ra);
             }
-            r += mr;
         }
     }
 #if defined(STATICLM_AMX)
     if constexpr (Amx)
-        if (a.planes == 1 && r1 - r0 >= amx8::kRows) amx::release();
+        if (rv > r0) amx::release();
 #endif
 }
 
