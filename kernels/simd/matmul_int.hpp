@@ -638,8 +638,14 @@ void tile_rows(const TileArgs& t, int mr) {
 
 // Pairs of panels whose weights stay in L2 while one tile of activation rows
 // (kMr rows · (k + 8·k/32) bytes, 15 KB at k = 2048) is reused from L1 across
-// them: 4 pairs · 2 panels · 36 KB (k = 2048) = 288 KB of a 1 MB L2.
+// them: 4 pairs · 2 panels · 36 KB (k = 2048) = 288 KB of a 1 MB L2. Longer
+// panels take fewer pairs (one at k = 8192, 278 KB), so that a block and the
+// next one, prefetched meanwhile, fit in L2 together.
 constexpr int kPairsPerBlock = 4;
+constexpr size_t kBlockBytes = 300 * 1024;
+inline int pairs_per_block(size_t panel_bytes) {
+    return int(std::clamp<size_t>(kBlockBytes / (2 * panel_bytes), 1, kPairsPerBlock));
+}
 
 // Activation rows per unit of a row split: AMX tiles take 16.
 template <bool Amx>
@@ -672,8 +678,9 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
     if constexpr (Amx)
         if (rv > r0) amx8::configure();
 #endif
-    for (int i0 = 0; i0 < half; i0 += kPairsPerBlock) {
-        const int i1 = std::min(half, i0 + kPairsPerBlock);
+    const int block_pairs = pairs_per_block(panel_bytes);
+    for (int i0 = 0; i0 < half; i0 += block_pairs) {
+        const int i1 = std::min(half, i0 + block_pairs);
 #if defined(STATICLM_AMX)
         if constexpr (Amx) {
             for (int r = r0; r < rv; r += amx8::kRows) {
