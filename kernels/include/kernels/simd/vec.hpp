@@ -45,7 +45,12 @@
 //    t[nibble], used as stored (iq4nl's table holds value + 128, q8's biased
 //    weight bytes, so the caller's sum is q8's); load_nl4_vbmi (AVX-512 with
 //    STATICLM_VEC_VBMI, where CpuFeatures::avx512_vbmi) gives the same bytes
-//    in 3 ops per 64 bytes instead of 5.
+//    in 3 ops per 64 bytes instead of 5;
+//  - load_q2(p, s, lo, hi): the 2-bit values n in [0, 3] at bits s, s + 1
+//    (lo) and s + 2, s + 3 (hi) of each of one load_q's bytes, as two dot4
+//    operands whose dot4 sum started at 0 is Σ n·x on every target: the
+//    bytes n where dot4 is biased (an unsigned operand below 128 needs no
+//    bias), n + 128 on plain AVX2 (whose dot4 removes the 128).
 #pragma once
 
 #include <cstdint>
@@ -197,6 +202,12 @@ inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b
     hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
 }
 inline I q3_dot(I acc) { return _mm512_srai_epi32(acc, 5); }
+inline void load_q2(const uint8_t* p, int s, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(3);
+    // 16-bit shifts: the mask keeps only bits that came from the same byte.
+    lo = _mm512_and_si512(_mm512_srli_epi16(v, unsigned(s)), m);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, unsigned(s + 2)), m);
+}
 inline F load_i8(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
@@ -434,6 +445,16 @@ inline I q3_dot(I acc) { return _mm256_srai_epi32(acc, 5); }
 #else
 inline I q3_dot(I acc) { return acc; }
 #endif
+inline void load_q2(const uint8_t* p, int s, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), m = _mm256_set1_epi8(3);
+    lo = _mm256_and_si256(_mm256_srli_epi16(v, s), m);
+    hi = _mm256_and_si256(_mm256_srli_epi16(v, s + 2), m);
+#if STATICLM_TARGET != STATICLM_TARGET_AVX2_VNNI
+    const __m256i b = _mm256_set1_epi8(char(0x80));
+    lo = _mm256_or_si256(lo, b);
+    hi = _mm256_or_si256(hi, b);
+#endif
+}
 inline F load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
@@ -642,6 +663,12 @@ inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b
 inline I q3_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 5;  // arithmetic: exact on multiples of 32
     return acc;
+}
+inline void load_q2(const uint8_t* p, int s, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        lo.b[i] = uint8_t((p[i] >> s) & 3);
+        hi.b[i] = uint8_t((p[i] >> (s + 2)) & 3);
+    }
 }
 inline F load_i8(const int8_t* p) {
     alignas(64) float tmp[kLanes];
