@@ -24,6 +24,7 @@
     X(10, q5a, Q5A, "GGUF Q5_1: 5-bit, a half scale and offset per 32 (6 bits)") \
     X(11, iq4nl, IQ4NL, "GGUF IQ4_NL: 4-bit indices into a 16-value table, a half scale per 32 (4.5 bits)") \
     X(12, q3k, Q3K, "GGUF Q3_K: 3-bit, 6-bit scales per 16 (3.4375 bits)") \
-    X(13, iq4xs, IQ4XS, "GGUF IQ4_XS: IQ4_NL's table, 6-bit scales per 32, a half per 256 (4.3125 bits)")
+    X(13, iq4xs, IQ4XS, "GGUF IQ4_XS: IQ4_NL's table, 6-bit scales per 32, a half per 256 (4.3125 bits)") \
+    X(14, q2k, Q2K, "GGUF Q2_K: 2-bit, 4-bit scales and mins per 16 (2.625 bits)")
 
 #endif

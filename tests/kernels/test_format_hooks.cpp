@@ -86,7 +86,7 @@ TEST_CASE("--weights native: the format each GGML type loads into") {
     const std::pair<GgmlType, const char*> want[] = {
         {GgmlType::f32, "f32"},  {GgmlType::f16, "f16"},  {GgmlType::bf16, "bf16"}, {GgmlType::q8_0, "q8"},
         {GgmlType::q4_0, "q4"},  {GgmlType::q4_1, "q4a"}, {GgmlType::q5_0, "q5"},   {GgmlType::q5_1, "q5a"},
-        {GgmlType::q4_k, "q4k"}, {GgmlType::q5_k, "q5k"}, {GgmlType::q6_k, "q6k"},  {GgmlType::q2_k, "q8"},
+        {GgmlType::q4_k, "q4k"}, {GgmlType::q5_k, "q5k"}, {GgmlType::q6_k, "q6k"},  {GgmlType::q2_k, "q2k"},
         {GgmlType::q3_k, "q3k"}, {GgmlType::iq4_nl, "iq4nl"}, {GgmlType::iq4_xs, "iq4xs"},
     };
     for (const auto& [g, name] : want) {
@@ -94,7 +94,7 @@ TEST_CASE("--weights native: the format each GGML type loads into") {
         CHECK(std::string(weight_type_name(gguf_native_type(g))) == name);
         // A format holds the type it is native for exactly, unless it is a float (dequantized exactly).
         const WeightType t = gguf_native_type(g);
-        if (weight_type_info(t).math == WeightMath::int8 && g != GgmlType::q2_k)
+        if (weight_type_info(t).math == WeightMath::int8)
             CHECK(gguf_ingest(t, g) != nullptr);
     }
     CHECK(gguf_ingest(WeightType::q8, GgmlType::q4_0) != nullptr);  // Q4_0's quants fit int8
@@ -142,6 +142,9 @@ std::vector<std::byte> random_blocks(GgmlType g, int rows, int k, uint32_t seed)
             case GgmlType::iq4_nl: half(&reinterpret_cast<BlockIQ4_NL*>(p)->d); break;
             case GgmlType::q3_k: half(&reinterpret_cast<BlockQ3_K*>(p)->d); break;
             case GgmlType::iq4_xs: half(&reinterpret_cast<BlockIQ4_XS*>(p)->d); break;  // scales: any 6 bits
+            case GgmlType::q2_k:
+                half(&reinterpret_cast<BlockQ2_K*>(p)->d), half(&reinterpret_cast<BlockQ2_K*>(p)->dmin);
+                break;
             default: FAIL("no block generator for ", ggml_type_name(g));
         }
     }
@@ -181,6 +184,7 @@ TEST_CASE("GGUF ingestion repacks blocks bit for bit against ggml's dequantizer"
                                 : g == GgmlType::q6_k ? offsetof(BlockQ6_K, d)
                                 : g == GgmlType::q5_k ? offsetof(BlockQ5_K, d)
                                 : g == GgmlType::q4_k ? offsetof(BlockQ4_K, d)
+                                : g == GgmlType::q2_k ? offsetof(BlockQ2_K, d)
                                                       : 0;  // the legacy blocks start with d
             const uint16_t inf = 0x7c00;
             std::memcpy(bad.data() + block * size_t(ti.block_bytes) + d_at, &inf, 2);

@@ -43,7 +43,7 @@ TEST_CASE("weight type names, numbers and traits come from one table") {
     CHECK(std::string(weight_type_name(WeightType(200))) == "?");
     CHECK_THROWS_AS(weight_type_info(WeightType(200)), Error);
     CHECK_THROWS_AS(packed_bytes(WeightType(200), 16, 32), Error);
-    CHECK(weight_type_choices() == "q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, q3k or iq4xs");
+    CHECK(weight_type_choices() == "q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, q3k, iq4xs or q2k");
     CHECK(weight_type_info(WeightType::q4a).bytes_per_weight == 0.625);  // 5 bits, as GGUF Q4_1
     CHECK(weight_type_info(WeightType::q5a).bytes_per_weight == 0.75);   // 6 bits, as GGUF Q5_1
     CHECK(weight_type_info(WeightType::q5k).bytes_per_weight == 0.703125);  // 5.625 bits

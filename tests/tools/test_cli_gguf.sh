@@ -33,7 +33,7 @@ check "q4_0 twin: generate with native weights" test $? -eq 0
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
 "$bin" info -m "$q40" --weights q3 >"$tmp/q3.txt" 2>&1
-check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, q3k, iq4xs, or native, got 'q3'" "$tmp/q3.txt"
+check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, q3k, iq4xs, q2k, or native, got 'q3'" "$tmp/q3.txt"
 
 # IQ4_NL: every matrix (the tied embedding too) kept at the file's 4.5 bits.
 iq4=$src/tests/fixtures/gguf/llama-tied.iq4_nl.gguf
