@@ -91,10 +91,15 @@ struct HalfScaleGroups {
 // The affine formats, w = ws·n - wm per row and group: q4k and q5k (Q4_K /
 // Q5_K super-blocks, kernels/formats/q4k/layout.hpp, q5k.hpp; ws = d·sc, wm =
 // dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a/layout.hpp; ws = d,
-// wm = -m). The dot steps are q4's (kMid = 8) or q5's (kMid = 16) on
-// unsigned n, which leave Σ (n - kMid)·x; the epilogue recovers Σ n·x = that
-// + kMid·Σ x (the activation group's Σ x is -corr / 128, exact) and
-// subtracts the wm term. Grp has the nibbles q (and q5's bit plane hi).
+// wm = -m). The dot steps are q4's (kMid = 8) or q5's (kMid = 16) on unsigned
+// n. With the biased dot step (vec::kDotBiased) the operand bytes 16·n (8·n)
+// are multiplied as they are, so a group's sum starts at 0 and q4_dot
+// (q5_dot) leaves Σ n·x exactly; plain AVX2 takes n - kMid + 128 and leaves
+// Σ (n - kMid)·x, and the epilogue adds kMid·Σ x back (the activation group's
+// Σ x is -corr / 128, exact). The wm term takes the activation row's
+// neg_xsum = -(x_s · Σ x), so a group's epilogue is
+//   y = fma(float(Σ n·x), ws·x_s, y); y = fma(wm, neg_xsum, y)
+// with no per-row scalar work. Grp has the nibbles q (and q5's bit plane hi).
 template <class Grp, int kMid>
 struct AffineOps {
     static_assert(kMid == 8 || kMid == 16);
@@ -102,9 +107,7 @@ struct AffineOps {
     static constexpr size_t kBlockBytes = sizeof(Grp);  // a group (super-blocks add d and dmin)
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 4;  // as q4
-    static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
-        return group_acc_init(row, a, g);
-    }
+    static int32_t acc_init(const std::byte*, const Q8ActLayout&, int, int) { return 0; }
     static void load(const std::byte* blk, int jl, int vp, vec::Q* w) {
         const auto* b = reinterpret_cast<const uint8_t*>(blk);
         const uint8_t* q = b + offsetof(Grp, q) + 64 * jl + 4 * kL * vp;
@@ -120,13 +123,16 @@ struct AffineOps {
         vec::F ws, wm;  // of kL rows (exact)
     };
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
-        float x_s;
+        float x_s, neg_xsum;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
-        const int32_t sum_x = load_i32(row + a.corr_off + 4 * size_t(g)) / -128;
-        const vec::I dot = kMid == 8 ? vec::q4_dot(acc) : vec::q5_dot(acc);
-        const vec::I nx = vec::iadd(dot, vec::iset1(kMid * sum_x));
+        std::memcpy(&neg_xsum, row + a.neg_xsum_off + 4 * size_t(g), 4);
+        vec::I nx = kMid == 8 ? vec::q4_dot(acc) : vec::q5_dot(acc);
+        if constexpr (!vec::kDotBiased) {
+            const int32_t sum_x = load_i32(row + a.corr_off + 4 * size_t(g)) / -128;
+            nx = vec::iadd(nx, vec::iset1(kMid * sum_x));
+        }
         f = vec::fma(vec::to_float(nx), vec::mul(s.ws, vec::set1(x_s)), f);
-        return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
+        return vec::fma(s.wm, vec::set1(neg_xsum), f);
     }
 };
 
@@ -245,6 +251,8 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* scale = reinterpret_cast<float*>(dst + a.scale_off);
     auto* corr = reinterpret_cast<int32_t*>(dst + a.corr_off);
     auto* corr_lo = reinterpret_cast<int32_t*>(dst + a.corr_lo_off);
+    auto* corr_hi = reinterpret_cast<int32_t*>(dst + a.corr_hi_off);
+    auto* neg_xsum = reinterpret_cast<float*>(dst + a.neg_xsum_off);
     alignas(64) float buf[kQ8Group];
     for (int g = 0; g < a.n_groups; ++g) {
         const int len = std::min(kQ8Group, a.k - g * kQ8Group);
@@ -267,6 +275,8 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
         }
         corr[g] = -128 * sum;
         corr_lo[g] = -128 * lo;
+        corr_hi[g] = -128 * (sum - lo);
+        neg_xsum[g] = -(scale[g] * float(sum));
     }
 }
 

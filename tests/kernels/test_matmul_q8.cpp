@@ -180,8 +180,8 @@ TEST_CASE("q8 sizes") {
     CHECK(packed_bytes(WeightType::q8, 16, 32) == 544);  // 512 B of int8 + 16 f16 scales
     CHECK(packed_bytes(WeightType::q8, 17, 33) == 2 * 2 * 544);
     CHECK(packed_bytes(WeightType::q8, 0, 32) == 0);
-    CHECK(q8_act_row_bytes(32) == 64);       // 32 + 4 + 4 + 4 = 44 -> 64
-    CHECK(q8_act_row_bytes(2048) == 64 * 44);  // 64 groups · 44 bytes
+    CHECK(q8_act_row_bytes(32) == 64);         // 32 + 5 · 4 = 52 -> 64
+    CHECK(q8_act_row_bytes(2048) == 64 * 52);  // 64 groups · 52 bytes
     CHECK(q8_act_row_bytes(100) % 64 == 0);
     CHECK(matmul_scratch_bytes(WeightType::q8, 3, 100) == 3 * q8_act_row_bytes(100, 16));
     CHECK(matmul_scratch_bytes(WeightType::q8, 0, 100) == 0);
@@ -281,7 +281,7 @@ TEST_CASE("q8 quantize_act equals the reference on every target, 8- and 16-bit")
             for (int i = 1; i < std::min(k, 32); ++i)
                 x[1 + 3 * ldx + size_t(i)] = float(i) + float(2 * i - 31) / 512.0f;
             const size_t row = q8_act_row_bytes(k, bits);
-            CHECK(row == size_t(align64(size_t(kp * planes + 12 * n_groups))));
+            CHECK(row == size_t(align64(size_t(kp * planes + 20 * n_groups))));
             Buffer dst(m * row);
             kt.quantize_act(x.data() + 1, ldx, m, k, bits, dst.data());  // misaligned rows
             for (int r = 0; r < m; ++r) {
@@ -298,12 +298,18 @@ TEST_CASE("q8 quantize_act equals the reference on every target, 8- and 16-bit")
                 const size_t scale_off = size_t(kp * planes);
                 CHECK(std::memcmp(d + scale_off, s.data(), 4 * size_t(n_groups)) == 0);
                 for (int g = 0; g < n_groups; ++g) {
-                    int32_t sum = 0, lo = 0, corr, corr_lo;
+                    int32_t sum = 0, lo = 0, corr, corr_lo, corr_hi;
+                    float neg_xsum;
                     for (int i = 0; i < 32; ++i) sum += q[size_t(g * 32 + i)], lo += i < 16 ? q[size_t(g * 32 + i)] : 0;
                     std::memcpy(&corr, d + scale_off + 4 * n_groups + 4 * g, 4);
                     std::memcpy(&corr_lo, d + scale_off + 8 * n_groups + 4 * g, 4);
+                    std::memcpy(&corr_hi, d + scale_off + 12 * n_groups + 4 * g, 4);
+                    std::memcpy(&neg_xsum, d + scale_off + 16 * n_groups + 4 * g, 4);
                     CHECK(corr == -128 * sum);
                     CHECK(corr_lo == -128 * lo);
+                    CHECK(corr_hi == -128 * (sum - lo));
+                    // The reference's min-term factor, bit for bit (ref::matmul_affine).
+                    CHECK(neg_xsum == -(s[size_t(g)] * float(sum)));
                 }
             }
         }

@@ -9,10 +9,11 @@
 //
 // Activations are q8's activation rows, so the dot step is q4's: the nibbles
 // as the bytes 16·n (vpdpbusd's unsigned operand), each group's sum starting
-// at -128 · Σ q_x, which leaves 16 · Σ (n - 8)·q_x; q4_dot shifts it back. The
-// group's epilogue then adds 8 · Σ q_x (exact int32: Σ n·q_x) and the min term:
-//   y += float(Σ n·q_x) · ((d·sc) · x_s) + (dmin·m) · (-(x_s · float(Σ q_x)))
-// (two FMAs on SIMD targets; ref::matmul_q4k is the specification).
+// at 0, which leaves 16 · Σ n·q_x; q4_dot shifts it back (plain AVX2 takes
+// n + 120 and adds 8 · Σ q_x back). The group's epilogue adds the min term
+// from the activation row's neg_xsum = -(x_s · float(Σ q_x)):
+//   y = fma(float(Σ n·q_x), (d·sc) · x_s, y); y = fma(dmin·m, neg_xsum, y)
+// (fused on SIMD targets; ref::matmul_q4k is the specification).
 #pragma once
 
 #include <cstddef>

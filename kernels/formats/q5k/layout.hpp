@@ -5,7 +5,8 @@
 //   w = (d · sc) · n - (dmin · m)
 // 5.625 bits per weight against the file's 5.5. The dot steps are q5's (the
 // bytes 8·n from the nibble and bit planes, kernels/formats/q5/layout.hpp), which
-// leave Σ (n - 16)·q_x; the epilogue is q4k's with 16 · Σ q_x added back.
+// leave Σ n·q_x (plain AVX2: Σ (n - 16)·q_x, with 16 · Σ q_x added back); the
+// epilogue is q4k's.
 #pragma once
 
 #include <cstddef>

@@ -8,10 +8,11 @@
 //
 // Activations are q8's activation rows. Each group of 32 k is two sub-blocks
 // with their own scales, so the tile runs each half as its own small group:
-// the dot steps take the bytes 4·n (vpdpbusd's unsigned operand; plain AVX2:
-// n + 96 = (n - 32) + 128), the half's sum starts at -128 · Σ q_x over its 16
-// activations (computed in the kernel: the activation rows keep one sum per
-// 32), which leaves 4 · Σ (n - 32)·q_x, shifted back by 2; then
+// the dot steps take the bytes n themselves (vpdpbusd's unsigned operand;
+// plain AVX2: n + 96 = (n - 32) + 128), the half's sum starts at -32 · Σ q_x
+// over its 16 activations (the activation rows keep -128 · that sum per half,
+// corr_lo and corr_hi, so the start is a shift), which leaves
+// Σ (n - 32)·q_x with no shift back; then
 //   y += float(Σ (n - 32)·q_x) · ((d·sc) · x_s)
 // per half, in k order (ref::matmul_q6k is the specification).
 #pragma once

@@ -9,8 +9,10 @@ namespace staticlm::kernels::STATICLM_NS {
 namespace {
 
 // q6k: Q6_K super-blocks (kernels/formats/q6k/layout.hpp). Each group's two halves
-// of 16 k have their own scales: the tile runs them as two sub-groups, each
-// starting at -128 · its own Σ q_x (corr_lo, and corr - corr_lo).
+// of 16 k have their own scales: the tile runs them as two sub-groups. With
+// the biased dot step the operands are n itself and each half's sum starts
+// at -32 · its own Σ q_x (corr_lo / 4 and corr_hi / 4, exact), leaving
+// Σ (n - 32)·q_x with no shift; plain AVX2 starts at 0 (vec::load_q6).
 struct Q6kWeights {
     static constexpr int kSubs = 2;
     static constexpr size_t kBlockBytes = sizeof(Q6kGroup);  // a group; super-blocks add d
@@ -21,8 +23,7 @@ struct Q6kWeights {
     static constexpr size_t kPrefetchBlocks = 10;
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int s) {
         if (!vec::kDotBiased) return 0;
-        const int32_t lo = load_i32(row + a.corr_lo_off + 4 * size_t(g));
-        return s == 0 ? lo : load_i32(row + a.corr_off + 4 * size_t(g)) - lo;
+        return load_i32(row + (s == 0 ? a.corr_lo_off : a.corr_hi_off) + 4 * size_t(g)) >> 2;  // exact
     }
     static const std::byte* block(const std::byte* panel, int g) {
         return panel + size_t(g / kQ6kGroups) * sizeof(Q6kSuper) + size_t(g % kQ6kGroups) * sizeof(Q6kGroup);
@@ -46,7 +47,7 @@ struct Q6kWeights {
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
         float x_s;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
-        return vec::fma(vec::to_float(vec::q6_dot(acc)), vec::mul(s.ws, vec::set1(x_s)), f);
+        return vec::fma(vec::to_float(acc), vec::mul(s.ws, vec::set1(x_s)), f);
     }
 };
 

@@ -34,16 +34,18 @@ static_assert(sizeof(Q8Block) == 544 && offsetof(Q8Block, scale) == 512,
 constexpr int q8_groups(int k) { return (k + kQ8Group - 1) / kQ8Group; }
 
 // A quantized activation row: int8 q[k_pad] (signed), float scale[G],
-// int32 corr[G] = -128 · Σ q of the group, int32 corr_lo[G] = -128 · Σ q of
-// the group's first 16 (q6k's sub-blocks); rows are `stride` bytes apart (a
-// multiple of 64).
+// int32 corr[G] = -128 · Σ q of the group, int32 corr_lo[G] and corr_hi[G] =
+// -128 · Σ q of the group's first and last 16 (q6k's sub-blocks), float
+// neg_xsum[G] = -(scale · float(Σ q)), the group's -Σ x as its quantized
+// values give it (the min term of the affine formats, q4k's epilogue); rows
+// are `stride` bytes apart (a multiple of 64).
 //
 // 16-bit activations (PackedMatrix::act_bits = 16) add a second plane
 // q2[k_pad] after q: with t = x / s (s = max|x| / 127, as above), q1 = the
 // 8-bit q of t and q2 = round-half-away(256 · (t - q1)) clamped to ±127, so
 // x ≈ (s / 256) · (256·q1 + q2), an error of at most s/512 where 8 bits
-// leave s/2. scale[] holds s / 256 and corr[] / corr_lo[] are -128 · Σ of
-// the 16-bit values 256·q1 + q2. A group's dot is the int32 sum over q1,
+// leave s/2. scale[] holds s / 256, corr[] / corr_lo[] / corr_hi[] are
+// -128 · Σ and neg_xsum[] is -(scale · Σ) of the 16-bit values 256·q1 + q2. A group's dot is the int32 sum over q1,
 // shifted left by 8, plus corr, plus the sum over q2: the exact Σ w·(256·q1
 // + q2) (|that| < 2^28 for every format's weight bytes), so the epilogues
 // are 8-bit's unchanged.
@@ -56,6 +58,8 @@ struct Q8ActLayout {
     size_t scale_off = 0;  // float scale[n_groups]
     size_t corr_off = 0;   // int32 corr[n_groups]
     size_t corr_lo_off = 0;  // int32 corr_lo[n_groups]
+    size_t corr_hi_off = 0;  // int32 corr_hi[n_groups]
+    size_t neg_xsum_off = 0;  // float neg_xsum[n_groups]
 };
 
 constexpr Q8ActLayout q8_act_layout(int k, int planes = 1) {
@@ -68,11 +72,13 @@ constexpr Q8ActLayout q8_act_layout(int k, int planes = 1) {
     a.scale_off = k_pad * size_t(planes);
     a.corr_off = a.scale_off + sizeof(float) * size_t(a.n_groups);
     a.corr_lo_off = a.corr_off + sizeof(int32_t) * size_t(a.n_groups);
-    a.stride = align64(a.corr_lo_off + sizeof(int32_t) * size_t(a.n_groups));
+    a.corr_hi_off = a.corr_lo_off + sizeof(int32_t) * size_t(a.n_groups);
+    a.neg_xsum_off = a.corr_hi_off + sizeof(int32_t) * size_t(a.n_groups);
+    a.stride = align64(a.neg_xsum_off + sizeof(float) * size_t(a.n_groups));
     return a;
 }
-static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 44);
-static_assert(q8_act_layout(2048, 2).stride == 64 * 76);
+static_assert(q8_act_layout(32).stride == 64 && q8_act_layout(2048).stride == 64 * 52);
+static_assert(q8_act_layout(2048, 2).stride == 64 * 84);
 
 // Activation planes for PackedMatrix::act_bits (8 or 16).
 constexpr int act_planes(int act_bits) { return act_bits == 16 ? 2 : 1; }

@@ -32,8 +32,9 @@
 //    n + 112 = q + 128;
 //  - load_q6(p, h, s, lo, hi): q6k's 6-bit n (kernels/formats/q6k/layout.hpp): bits
 //    0-3 from the nibbles at p, bits 4-5 from bits s, s + 1 (lo) and s + 2,
-//    s + 3 (hi) of the bytes at h; the operands are 4·n (plain AVX2:
-//    n + 96 = (n - 32) + 128), q6_dot shifts by 2; load_i8 converts kLanes
+//    s + 3 (hi) of the bytes at h; the operands are n itself with the biased
+//    dot4 (the caller starts acc at -32·Σx, so the sum is Σ (n - 32)·x with
+//    no shift), plain AVX2 n + 96 = (n - 32) + 128; load_i8 converts kLanes
 //    signed bytes to floats;
 //  - load_q3(p, s, b0, b1, lo, hi): q3k's 3-bit n = q + 4 in [0, 7]
 //    (kernels/formats/q3k/layout.hpp): bits 0-1 from bits s, s + 1 (lo) and
@@ -181,14 +182,13 @@ inline void load_nl4_vbmi(const uint8_t* p, const uint8_t* t, Q& lo, Q& hi) {
 }
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     const __m512i v = _mm512_loadu_si512(p), h = _mm512_loadu_si512(hp);
-    const __m512i m4 = _mm512_set1_epi8(0x3c), m2 = _mm512_set1_epi8(char(0xc0));
-    const __m512i hl = s == 0 ? _mm512_slli_epi16(h, 6) : _mm512_slli_epi16(h, 2);
-    const __m512i hh = s == 0 ? _mm512_slli_epi16(h, 4) : h;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+    const __m512i hl = s == 0 ? _mm512_slli_epi16(h, 4) : h;
+    const __m512i hh = s == 0 ? _mm512_slli_epi16(h, 2) : _mm512_srli_epi16(h, 2);
     // 16-bit shifts: the masks keep only bits that came from the same byte.
-    lo = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi16(v, 2), m4), _mm512_and_si512(hl, m2));
-    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), m4), _mm512_and_si512(hh, m2));
+    lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hl, m2));
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hh, m2));
 }
-inline I q6_dot(I acc) { return _mm512_srai_epi32(acc, 2); }
 inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
     const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x60), top = _mm512_set1_epi8(char(0x80));
     uint64_t k0, k1;
@@ -405,25 +405,17 @@ inline I q5_dot(I acc) { return acc; }
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hp));
-#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
-    const __m256i m4 = _mm256_set1_epi8(0x3c), m2 = _mm256_set1_epi8(char(0xc0));
-    const __m256i hl = s == 0 ? _mm256_slli_epi16(h, 6) : _mm256_slli_epi16(h, 2);
-    const __m256i hh = s == 0 ? _mm256_slli_epi16(h, 4) : h;
-    lo = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(v, 2), m4), _mm256_and_si256(hl, m2));
-    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2), m4), _mm256_and_si256(hh, m2));
-#else
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30), b = _mm256_set1_epi8(96);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     const __m256i hl = s == 0 ? _mm256_slli_epi16(h, 4) : h;
     const __m256i hh = s == 0 ? _mm256_slli_epi16(h, 2) : _mm256_srli_epi16(h, 2);
-    lo = _mm256_add_epi8(_mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hl, m2)), b);
-    hi = _mm256_add_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hh, m2)), b);
+    lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(hl, m2));
+    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_and_si256(hh, m2));
+#if STATICLM_TARGET != STATICLM_TARGET_AVX2_VNNI
+    const __m256i b = _mm256_set1_epi8(96);
+    lo = _mm256_add_epi8(lo, b);
+    hi = _mm256_add_epi8(hi, b);
 #endif
 }
-#if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
-inline I q6_dot(I acc) { return _mm256_srai_epi32(acc, 2); }
-#else
-inline I q6_dot(I acc) { return acc; }
-#endif
 inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 #if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
@@ -645,13 +637,9 @@ inline I q5_dot(I acc) {
 }
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     for (size_t i = 0; i < sizeof(lo.b); ++i) {
-        lo.b[i] = uint8_t(4 * ((p[i] & 15) | (((hp[i] >> s) & 3) << 4)));
-        hi.b[i] = uint8_t(4 * ((p[i] >> 4) | (((hp[i] >> (s + 2)) & 3) << 4)));
+        lo.b[i] = uint8_t((p[i] & 15) | (((hp[i] >> s) & 3) << 4));
+        hi.b[i] = uint8_t((p[i] >> 4) | (((hp[i] >> (s + 2)) & 3) << 4));
     }
-}
-inline I q6_dot(I acc) {
-    for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 2;  // arithmetic: exact on multiples of 4
-    return acc;
 }
 inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
     for (size_t i = 0; i < sizeof(lo.b); ++i) {
