@@ -91,12 +91,12 @@ struct HalfScaleGroups {
 // The affine formats, w = ws·n - wm per row and group: q4k and q5k (Q4_K /
 // Q5_K super-blocks, kernels/formats/q4k/layout.hpp, q5k.hpp; ws = d·sc, wm =
 // dmin·m) and q4a and q5a (Q4_1 / Q5_1, kernels/formats/q4a/layout.hpp; ws = d,
-// wm = -m). The dot steps are q4's (kMid = 8) or q5's (kMid = 16) on unsigned
-// n. With the biased dot step (vec::kDotBiased) the operand bytes 16·n (8·n)
-// are multiplied as they are, so a group's sum starts at 0 and q4_dot
-// (q5_dot) leaves Σ n·x exactly; plain AVX2 takes n - kMid + 128 and leaves
-// Σ (n - kMid)·x, and the epilogue adds kMid·Σ x back (the activation group's
-// Σ x is -corr / 128, exact). The wm term takes the activation row's
+// wm = -m). The operands are q4's (kMid = 8) or q5's (kMid = 16) nibbles and
+// bit planes as unsigned n (vec::load_u4, load_u5). With the biased dot step
+// (vec::kDotBiased) the bytes n are multiplied as they are, so a group's sum
+// starts at 0 and is Σ n·x, with no shift; plain AVX2 takes n - kMid + 128
+// and leaves Σ (n - kMid)·x, and the epilogue adds kMid·Σ x back (the
+// activation group's Σ x is -corr / 128, exact). The wm term takes the activation row's
 // neg_xsum = -(x_s · Σ x), so a group's epilogue is
 //   y = fma(float(Σ n·x), ws·x_s, y); y = fma(wm, neg_xsum, y)
 // with no per-row scalar work. Grp has the nibbles q (and q5's bit plane hi).
@@ -112,11 +112,11 @@ struct AffineOps {
         const auto* b = reinterpret_cast<const uint8_t*>(blk);
         const uint8_t* q = b + offsetof(Grp, q) + 64 * jl + 4 * kL * vp;
         if constexpr (kMid == 8) {
-            vec::load_q4(q, w[0], w[1]);
+            vec::load_u4(q, w[0], w[1]);
         } else {
             static_assert(kL % 2 == 0, "a vector's bits are whole bytes of the bit plane");
             const uint8_t* bits = b + offsetof(Grp, hi) + size_t(kL / 2 * vp);
-            vec::load_q5(q, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
+            vec::load_u5(q, bits + 16 * jl, bits + 16 * jl + 8, w[0], w[1]);
         }
     }
     struct Scales {
@@ -126,7 +126,7 @@ struct AffineOps {
         float x_s, neg_xsum;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
         std::memcpy(&neg_xsum, row + a.neg_xsum_off + 4 * size_t(g), 4);
-        vec::I nx = kMid == 8 ? vec::q4_dot(acc) : vec::q5_dot(acc);
+        vec::I nx = acc;
         if constexpr (!vec::kDotBiased) {
             const int32_t sum_x = load_i32(row + a.corr_off + 4 * size_t(g)) / -128;
             nx = vec::iadd(nx, vec::iset1(kMid * sum_x));

@@ -4,7 +4,8 @@
 // q4a and q5a are GGUF's Q4_1 and Q5_1 kept as they are: per row and group of
 // 32 k an IEEE-half scale d and offset m, unsigned values n in [0, 15]
 // (q5a: [0, 31]), w = d · n + m. 5 and 6 bits per weight, the files' own.
-// The dot steps are q4's (q5a: q5's) on n, which leave Σ n·q_x (plain AVX2:
+// The operands are q4's (q5a: q5's) nibbles as the bytes n (vec::load_u4,
+// load_u5), which leave Σ n·q_x (plain AVX2:
 // Σ (n - 8)·q_x, Σ (n - 16)·q_x, and the epilogue adds 8 (16) · Σ q_x back);
 // the group's epilogue adds the offset term:
 //   y += float(Σ n·q_x) · (d · x_s) + m · (x_s · float(Σ q_x))

@@ -7,9 +7,9 @@
 // (d · sc and dmin · m are exact in fp32: 11 × 6 bits). 4.625 bits per weight
 // against the file's 4.5 (the 6-bit fields take a byte each here).
 //
-// Activations are q8's activation rows, so the dot step is q4's: the nibbles
-// as the bytes 16·n (vpdpbusd's unsigned operand), each group's sum starting
-// at 0, which leaves 16 · Σ n·q_x; q4_dot shifts it back (plain AVX2 takes
+// Activations are q8's activation rows; the nibbles are q4's, taken as the
+// bytes n (vec::load_u4: vpdpbusd's unsigned operand), each group's sum
+// starting at 0, which leaves Σ n·q_x with no shift (plain AVX2 takes
 // n + 120 and adds 8 · Σ q_x back). The group's epilogue adds the min term
 // from the activation row's neg_xsum = -(x_s · float(Σ q_x)):
 //   y = fma(float(Σ n·q_x), (d·sc) · x_s, y); y = fma(dmin·m, neg_xsum, y)

@@ -3,9 +3,9 @@
 // q5k is GGUF's Q5_K kept as it is: q4k's super-blocks (kernels/formats/q4k/layout.hpp)
 // with a fifth bit per value, n in [0, 31]:
 //   w = (d · sc) · n - (dmin · m)
-// 5.625 bits per weight against the file's 5.5. The dot steps are q5's (the
-// bytes 8·n from the nibble and bit planes, kernels/formats/q5/layout.hpp), which
-// leave Σ n·q_x (plain AVX2: Σ (n - 16)·q_x, with 16 · Σ q_x added back); the
+// 5.625 bits per weight against the file's 5.5. The operands are the bytes n
+// from q5's nibble and bit planes (vec::load_u5, kernels/formats/q5/layout.hpp),
+// which leave Σ n·q_x (plain AVX2: Σ (n - 16)·q_x, with 16 · Σ q_x added back); the
 // epilogue is q4k's.
 #pragma once
 

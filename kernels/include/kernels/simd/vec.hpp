@@ -30,6 +30,12 @@
 //    (one bit per operand byte, in byte order) bit 4 of the two quads; the
 //    operands are the bytes 8·n, q5_dot shifts by 3; plain AVX2 takes
 //    n + 112 = q + 128;
+//  - load_u4(p, lo, hi) and load_u5(p, b0, b1, lo, hi): the same nibbles
+//    (and bit planes) as unsigned n in [0, 15] / [0, 31] for the affine
+//    formats, whose sums start at 0: with the biased dot4 the operands are
+//    the bytes n themselves, so the sum is Σ n·x with no shift; plain AVX2
+//    takes load_q4's / load_q5's n + 120 / n + 112 and leaves Σ (n - 8)·x /
+//    Σ (n - 16)·x;
 //  - load_q6(p, h, s, lo, hi): q6k's 6-bit n (kernels/formats/q6k/layout.hpp): bits
 //    0-3 from the nibbles at p, bits 4-5 from bits s, s + 1 (lo) and s + 2,
 //    s + 3 (hi) of the bytes at h; the operands are n itself with the biased
@@ -163,6 +169,20 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
     hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
 }
 inline I q5_dot(I acc) { return _mm512_srai_epi32(acc, 3); }
+inline void load_u4(const uint8_t* p, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
+    lo = _mm512_and_si512(v, m);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+}
+inline void load_u5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(16);
+    uint64_t k0, k1;
+    std::memcpy(&k0, b0, 8);
+    std::memcpy(&k1, b1, 8);
+    const __m512i l = _mm512_and_si512(v, m), h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    lo = _mm512_mask_add_epi8(l, _cvtu64_mask64(k0), l, top);
+    hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
+}
 inline void load_nl4(const uint8_t* p, const uint8_t* t, Q& lo, Q& hi) {
     const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x0f);
     const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
@@ -399,8 +419,23 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
 }
 #if STATICLM_TARGET == STATICLM_TARGET_AVX2_VNNI
 inline I q5_dot(I acc) { return _mm256_srai_epi32(acc, 3); }
+inline void load_u4(const uint8_t* p, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), m = _mm256_set1_epi8(0x0f);
+    lo = _mm256_and_si256(v, m);
+    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+}
+inline void load_u5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i m = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
+    lo = _mm256_or_si256(_mm256_and_si256(v, m), _mm256_and_si256(bit_bytes(b0), sixteen));
+    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), _mm256_and_si256(bit_bytes(b1), sixteen));
+}
 #else
 inline I q5_dot(I acc) { return acc; }
+inline void load_u4(const uint8_t* p, Q& lo, Q& hi) { load_q4(p, lo, hi); }
+inline void load_u5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    load_q5(p, b0, b1, lo, hi);
+}
 #endif
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -634,6 +669,19 @@ inline void load_q5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& l
 inline I q5_dot(I acc) {
     for (int i = 0; i < kLanes; ++i) acc.v[i] >>= 3;  // arithmetic: exact on multiples of 8
     return acc;
+}
+inline void load_u4(const uint8_t* p, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        lo.b[i] = uint8_t(p[i] & 15);
+        hi.b[i] = uint8_t(p[i] >> 4);
+    }
+}
+inline void load_u5(const uint8_t* p, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
+    for (size_t i = 0; i < sizeof(lo.b); ++i) {
+        const int h0 = (b0[i / 8] >> (i % 8)) & 1, h1 = (b1[i / 8] >> (i % 8)) & 1;
+        lo.b[i] = uint8_t((p[i] & 15) + 16 * h0);
+        hi.b[i] = uint8_t((p[i] >> 4) + 16 * h1);
+    }
 }
 inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     for (size_t i = 0; i < sizeof(lo.b); ++i) {
