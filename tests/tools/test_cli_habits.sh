@@ -49,7 +49,8 @@ has "$tmp/out" "-n, --n-predict N" "help lists short forms"
 has "$tmp/out" "(default: 256)" "help shows defaults"
 has "$tmp/out" "(default: min(2048, the model's trained context))" "help shows the max-seq default"
 run "--version" 0 -- "$bin" --version
-grep -qE '^staticlm [0-9]+\.[0-9]+\.[0-9]+ \(C API 3' "$tmp/out" && ok || bad "--version: $(cat "$tmp/out")"
+api=$(sed -nE 's/^#define SLM_API_VERSION ([0-9]+)$/\1/p' "$src/include/staticlm/staticlm.h")
+grep -qE "^staticlm [0-9]+\.[0-9]+\.[0-9]+ \(C API $api," "$tmp/out" && ok || bad "--version (C API $api): $(cat "$tmp/out")"
 
 # --- defaults derived from the model ---
 run "info defaults" 0 -- "$bin" info -m "$M" -t 2
