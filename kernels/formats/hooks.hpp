@@ -153,6 +153,32 @@ struct AffineKIngest {
     static constexpr GgufIngest hook() { return {kTypes, kTypes, scratch_bytes, read, pack}; }
 };
 
+// GGUF blocks of type T (ggml block struct Block of Per elements) copied into
+// the scratch as they lie in the file, [cap] rows of k / Per blocks, for the
+// formats whose pack reads ggml blocks itself (q2k, q3k, iq4nl, iq4xs). A
+// block's NHalves half scales at byte DOff are checked: the first inf or NaN
+// one is reported by its element index.
+template <GgmlType T, class Block, int Per, size_t DOff, int NHalves,
+          void (*Pack)(const void*, int, int, int, int, std::byte*)>
+struct BlockCopyIngest {
+    static size_t row_bytes(int k) { return size_t(k / Per) * sizeof(Block); }
+    static size_t scratch_bytes(int cap, int k) { return size_t(cap) * row_bytes(k); }
+    static int64_t read(GgmlType, const std::byte* src, int k, int row, int count, int, std::byte* s) {
+        std::byte* dst = s + size_t(row) * row_bytes(k);
+        std::memcpy(dst, src, size_t(count) * row_bytes(k));
+        const size_t blocks = size_t(count) * size_t(k / Per);
+        for (size_t b = 0; b < blocks; ++b) {
+            uint16_t h[NHalves];
+            std::memcpy(h, dst + b * sizeof(Block) + DOff, sizeof h);
+            if (first_bad_half(h, nullptr, NHalves, 0) >= 0) return int64_t(b) * Per;
+        }
+        return -1;
+    }
+    static void pack(std::byte* s, int, int n, int k, int n0, int n1, std::byte* dst) { Pack(s, n, k, n0, n1, dst); }
+    static constexpr GgmlType kTypes[] = {T};
+    static constexpr GgufIngest hook() { return {kTypes, kTypes, scratch_bytes, read, pack}; }
+};
+
 // ---- reference rows (FormatInfo::ref_row) over the ref:: quantizers
 
 // Symmetric formats: ref quantizer Q gives q [k_pad] and scales [k_pad / 32].

@@ -189,6 +189,11 @@ TEST_CASE("GGUF ingestion repacks blocks bit for bit against ggml's dequantizer"
             const uint16_t inf = 0x7c00;
             std::memcpy(bad.data() + block * size_t(ti.block_bytes) + d_at, &inf, 2);
             CHECK(in.read(g, bad.data(), k, 0, 2, 16, scratch.data()) == int64_t(block) * ti.block_elems);
+            if (g == GgmlType::q2_k) {  // and its second half scale, dmin
+                bad = blocks;
+                std::memcpy(bad.data() + block * size_t(ti.block_bytes) + offsetof(BlockQ2_K, dmin), &inf, 2);
+                CHECK(in.read(g, bad.data(), k, 0, 2, 16, scratch.data()) == int64_t(block) * ti.block_elems);
+            }
         }
     }
 }

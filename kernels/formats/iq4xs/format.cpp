@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/hooks.hpp"
 #include "formats/iq4nl/layout.hpp"
 #include "formats/q8/layout.hpp"
 #include "kernels/formats/format.hpp"
@@ -191,28 +192,9 @@ void matmul_iq4xs(const uint8_t* idx, const int8_t* sc, const uint16_t* d, int n
 
 namespace {
 
-// GGUF ingestion: rows of IQ4_XS blocks copied into the scratch as they are,
-// then repacked by pack_iq4xs_ggml.
-size_t gguf_scratch(int cap, int k) { return size_t(cap) * size_t(k / kIq4xsSuper) * sizeof(BlockIQ4_XS); }
-
-int64_t gguf_read(GgmlType, const std::byte* src, int k, int row, int count, int, std::byte* scratch) {
-    const size_t row_bytes = size_t(k / kIq4xsSuper) * sizeof(BlockIQ4_XS);
-    const size_t blocks = size_t(count) * size_t(k / kIq4xsSuper);
-    std::byte* dst = scratch + size_t(row) * row_bytes;
-    std::memcpy(dst, src, size_t(count) * row_bytes);
-    for (size_t b = 0; b < blocks; ++b) {
-        uint16_t d;
-        std::memcpy(&d, dst + b * sizeof(BlockIQ4_XS), 2);
-        if ((d & 0x7c00) == 0x7c00) return int64_t(b) * kIq4xsSuper;
-    }
-    return -1;
-}
-
-void gguf_pack(std::byte* scratch, int, int n, int k, int n0, int n1, std::byte* dst) {
-    pack_iq4xs_ggml(scratch, n, k, n0, n1, dst);
-}
-
-constexpr GgmlType kGguf[] = {GgmlType::iq4_xs};
+// GGUF ingestion: rows of IQ4_XS blocks copied into the scratch as they are
+// (a non-finite half scale reported), then repacked by pack_iq4xs_ggml.
+using Gguf = detail::BlockCopyIngest<GgmlType::iq4_xs, BlockIQ4_XS, kIq4xsSuper, 0, 1, pack_iq4xs_ggml>;
 
 // The scalar reference row: the quantizer's indices and scales, dequantized
 // as unpack_row does.
@@ -240,7 +222,7 @@ const FormatInfo formats::iq4xs = {
     .unpack_row = read_row,
     .ref_row = reference_row,
     .vocab_q8 = true,
-    .gguf = {kGguf, kGguf, gguf_scratch, gguf_read, gguf_pack},
+    .gguf = Gguf::hook(),
 };
 
 }  // namespace staticlm::kernels

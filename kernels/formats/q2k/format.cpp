@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/hooks.hpp"
 #include "formats/q8/layout.hpp"
 #include "kernels/formats/format.hpp"
 #include "kernels/ggml_blocks.hpp"
@@ -196,27 +197,9 @@ void matmul_q2k(const uint8_t* wn, const float* ws, const float* wm, int rows, i
 
 namespace {
 
-// GGUF ingestion: rows of Q2_K blocks copied into the scratch as they are,
-// then repacked by pack_q2k_ggml.
-size_t gguf_scratch(int cap, int k) { return size_t(cap) * size_t(k / kQ2kSuper) * sizeof(BlockQ2_K); }
-
-int64_t gguf_read(GgmlType, const std::byte* src, int k, int row, int count, int, std::byte* scratch) {
-    const size_t row_bytes = size_t(k / kQ2kSuper) * sizeof(BlockQ2_K), blocks = size_t(count) * size_t(k / kQ2kSuper);
-    std::byte* dst = scratch + size_t(row) * row_bytes;
-    std::memcpy(dst, src, size_t(count) * row_bytes);
-    for (size_t b = 0; b < blocks; ++b) {
-        uint16_t h[2];
-        std::memcpy(h, dst + b * sizeof(BlockQ2_K) + offsetof(BlockQ2_K, d), 4);
-        if ((h[0] & 0x7c00) == 0x7c00 || (h[1] & 0x7c00) == 0x7c00) return int64_t(b) * kQ2kSuper;
-    }
-    return -1;
-}
-
-void gguf_pack(std::byte* scratch, int, int n, int k, int n0, int n1, std::byte* dst) {
-    pack_q2k_ggml(scratch, n, k, n0, n1, dst);
-}
-
-constexpr GgmlType kGguf[] = {GgmlType::q2_k};
+// GGUF ingestion: rows of Q2_K blocks copied into the scratch as they are
+// (a non-finite half scale reported), then repacked by pack_q2k_ggml.
+using Gguf = detail::BlockCopyIngest<GgmlType::q2_k, BlockQ2_K, kQ2kSuper, offsetof(BlockQ2_K, d), 2, pack_q2k_ggml>;
 
 // The scalar reference row: the quantizer's fields, dequantized as unpack_row does.
 void reference_row(const float* x, int k, float* out) {
@@ -242,7 +225,7 @@ const FormatInfo formats::q2k = {
     .unpack_row = read_row,
     .ref_row = reference_row,
     .vocab_q8 = true,
-    .gguf = {kGguf, kGguf, gguf_scratch, gguf_read, gguf_pack},
+    .gguf = Gguf::hook(),
 };
 
 }  // namespace staticlm::kernels

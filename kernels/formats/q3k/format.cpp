@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/hooks.hpp"
 #include "formats/q6k/layout.hpp"  // ref::matmul_q6k
 #include "formats/q8/layout.hpp"
 #include "kernels/formats/format.hpp"
@@ -193,26 +194,8 @@ void matmul_q3k(const int8_t* wq, const float* ws, int n, int k, const float* x,
 namespace {
 
 // GGUF ingestion: rows of Q3_K blocks copied into the scratch as they are
-// (a non-finite d reported), then repacked by pack_q3k_ggml.
-size_t gguf_scratch(int cap, int k) { return size_t(cap) * size_t(k / kQ3kSuper) * sizeof(BlockQ3_K); }
-
-int64_t gguf_read(GgmlType, const std::byte* src, int k, int row, int count, int, std::byte* scratch) {
-    const size_t row_bytes = size_t(k / kQ3kSuper) * sizeof(BlockQ3_K), blocks = size_t(count) * size_t(k / kQ3kSuper);
-    std::byte* dst = scratch + size_t(row) * row_bytes;
-    std::memcpy(dst, src, size_t(count) * row_bytes);
-    for (size_t b = 0; b < blocks; ++b) {
-        uint16_t d;
-        std::memcpy(&d, dst + b * sizeof(BlockQ3_K) + offsetof(BlockQ3_K, d), 2);
-        if ((d & 0x7c00) == 0x7c00) return int64_t(b) * kQ3kSuper;
-    }
-    return -1;
-}
-
-void gguf_pack(std::byte* scratch, int, int n, int k, int n0, int n1, std::byte* dst) {
-    pack_q3k_ggml(scratch, n, k, n0, n1, dst);
-}
-
-constexpr GgmlType kGguf[] = {GgmlType::q3_k};
+// (a non-finite half scale reported), then repacked by pack_q3k_ggml.
+using Gguf = detail::BlockCopyIngest<GgmlType::q3_k, BlockQ3_K, kQ3kSuper, offsetof(BlockQ3_K, d), 1, pack_q3k_ggml>;
 
 // The scalar reference row: the quantizer's values and scales, dequantized
 // as unpack_row does.
@@ -236,7 +219,7 @@ const FormatInfo formats::q3k = {
     .unpack_row = read_row,
     .ref_row = reference_row,
     .vocab_q8 = true,
-    .gguf = {kGguf, kGguf, gguf_scratch, gguf_read, gguf_pack},
+    .gguf = Gguf::hook(),
 };
 
 }  // namespace staticlm::kernels
