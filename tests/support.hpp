@@ -20,6 +20,16 @@
 
 namespace staticlm::test {
 
+// Built with AddressSanitizer (tools/test.sh's sanitizer pass, where code
+// runs about ten times slower): the largest parameter sweeps run a rotating
+// third of their cases there, so that every parameter value still meets the
+// sanitizers, and all of them in the release pass.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // A fresh directory under /tmp, removed with what it holds at scope exit;
 // dir / "name" is the path of a file in it.
 struct TempDir {

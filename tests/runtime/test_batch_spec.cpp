@@ -117,7 +117,9 @@ bool same_top(const std::vector<TokenLogprob>& a, const std::vector<TokenLogprob
 TEST_CASE("batch speculation: greedy tokens and log-probabilities equal those without, at 1, 4 and 16 slots") {
     if (!test::have_shared_data("stories260K-hf")) return;
     const auto model = stories();
-    const auto ps = prompts(*model->tokenizer(), 48);
+    // The sanitizer pass (test::kSanitized) runs a third of the prompts.
+    const int n_prompts = test::kSanitized ? 16 : 48;
+    const auto ps = prompts(*model->tokenizer(), n_prompts);
     const SamplingOptions greedy;
     const std::vector<Out> want = run_batch(model, 4, 0, ps, greedy, 256);
     for (int slots : {1, 4, 16}) {
@@ -139,9 +141,9 @@ TEST_CASE("batch speculation: greedy tokens and log-probabilities equal those wi
             CHECK(got[i].stats.accepted_tokens <= got[i].stats.drafted_tokens);
             CHECK(want[i].stats.drafted_tokens == 0);
         }
-        MESSAGE(slots << " slots: " << same << " of 48 identical, " << accepted << " of " << drafted
-                      << " drafted tokens accepted");
-        CHECK(accepted > 200);  // drafts were verified and kept, not only proposed
+        MESSAGE(slots << " slots: " << same << " of " << n_prompts << " identical, " << accepted << " of "
+                      << drafted << " drafted tokens accepted");
+        CHECK(accepted > 200 * n_prompts / 48);  // drafts were verified and kept, not only proposed
     }
 }
 
