@@ -119,11 +119,11 @@ void check_same(const std::map<std::string, json>& a, const std::map<std::string
 
 }  // namespace
 
-// Under AddressSanitizer (tools/test.sh's build-asan) 48 requests planned 16 at
-// a time: the same paths at a quarter of the instrumented run time (200 took
+// Under AddressSanitizer (tools/test.sh's build-asan) 24 requests planned 8 at
+// a time: the same paths at an eighth of the instrumented run time (200 took
 // most of the sanitizer pass's ten minutes).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kRequests = 48, kWindow = 16;
+constexpr int kRequests = 24, kWindow = 8;
 #else
 constexpr int kRequests = 200, kWindow = 64;
 #endif
