@@ -19,6 +19,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "staticlm/error.hpp"
+#include "format_matmul_harness.hpp"
 #include "targets.hpp"
 
 using namespace staticlm;
@@ -152,79 +153,25 @@ std::vector<float> exact_values(int rows, int k, std::mt19937& rng) {
     return v;
 }
 
-// Activation rows whose int8 quantization is exact: one element per group
-// ±127·2^e (the scale 2^e), the others small integers · 2^e.
-std::vector<float> exact_acts(int rows, int k, std::mt19937& rng) {
-    std::vector<float> v(size_t(rows) * size_t(k));
-    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, G - 1), sign(0, 1);
-    for (int r = 0; r < rows; ++r)
-        for (int g0 = 0; g0 < k; g0 += G) {
-            const float scale = std::ldexp(1.0f, expo(rng));
-            const int len = std::min(G, k - g0);
-            const int big = pos(rng) % len;
-            for (int i = 0; i < len; ++i)
-                v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(i == big ? (sign(rng) ? 127 : -127) : small(rng)) * scale;
-        }
-    return v;
-}
-
-std::vector<float> random_values(size_t count, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(count);
-    for (float& x : v) x = d(rng);
-    return v;
-}
-
 // kt's iq4nl matmul (weights packed by kt from floats) on strided, misaligned
-// x and y against ref::matmul_iq4nl of ref::quantize_weight_row_iq4nl's weights.
+// x and y (format_matmul_harness.hpp) against ref::matmul_iq4nl of
+// ref::quantize_weight_row_iq4nl's weights.
 void check_matmul(const KernelTable& kt, int m, int n, int k, int threads, bool exact, std::mt19937& rng,
                   int act_bits = 8) {
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(threads);
-    CAPTURE(act_bits);
-    const std::vector<float> w = exact ? exact_values(n, k, rng) : random_values(size_t(n) * size_t(k), rng);
-    const size_t bytes = packed_bytes(WeightType::iq4nl, n, k);
-    Buffer buf(std::max<size_t>(bytes, 64));
-    const int kp = padded_k(WeightType::iq4nl, k);
-    const size_t panel = format_info(WeightType::iq4nl).panel_bytes(k);
-    for (int p0 = 0; p0 < n; p0 += kPanelRows)
-        kt.pack_panel(WeightType::iq4nl, SrcType::f32, w.data() + size_t(p0) * size_t(k), size_t(k),
-                      std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-    PackedMatrix pm{WeightType::iq4nl, n, k, buf.data(), bytes};
+    const std::vector<float> w = exact ? exact_values(n, k, rng) : harness::random_values(size_t(n) * size_t(k), rng);
+    Buffer buf;
+    PackedMatrix pm = harness::pack_from_floats(kt, WeightType::iq4nl, w, n, k, buf);
     pm.act_bits = act_bits;
+    const int kp = padded_k(WeightType::iq4nl, k);
     std::vector<uint8_t> idx(size_t(n) * size_t(kp));
     std::vector<uint16_t> d(size_t(n) * size_t(kp / G));
     for (int r = 0; r < n; ++r)
         ref::quantize_weight_row_iq4nl(w.data() + size_t(r) * size_t(k), k, idx.data() + size_t(r) * size_t(kp),
                                        d.data() + size_t(r) * size_t(kp / G));
-    const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    const float kGuard = -777.0f;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n) + 1);
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::iq4nl, m, k), 64));
-    matmul(kt, pm, x, ldx, m, y, ldy, scratch.data(), threads);
-    ref::matmul_iq4nl(idx.data(), d.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            double mag = 0;
-            for (int i = 0; i < k; ++i) mag += std::fabs(double(x[size_t(r) * ldx + i]) * w[size_t(c) * k + i]);
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(ybuf[0] == kGuard);
-    CHECK(bad == 0);
+    const harness::MatmulRun run = harness::run_matmul(kt, pm, m, threads, exact, rng);
+    std::vector<float> yref(size_t(m) * size_t(n) + 1);
+    ref::matmul_iq4nl(idx.data(), d.data(), n, k, run.x(), run.ldx, m, yref.data(), size_t(n), act_bits);
+    harness::check_outputs(run, yref, exact, exact ? std::vector<double>{} : harness::abs_values(w), size_t(k));
 }
 
 }  // namespace

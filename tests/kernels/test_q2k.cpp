@@ -20,6 +20,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "staticlm/error.hpp"
+#include "format_matmul_harness.hpp"
 #include "targets.hpp"
 
 using namespace staticlm;
@@ -76,71 +77,15 @@ Fields fields_of(const std::vector<uint8_t>& blocks, int rows, int k) {
     return f;
 }
 
-// Activation rows whose int8 quantization is exact: one element per group
-// ±127·2^e (the scale 2^e), the others small integers · 2^e.
-std::vector<float> exact_acts(int rows, int k, std::mt19937& rng) {
-    std::vector<float> v(size_t(rows) * size_t(k));
-    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, G - 1), sign(0, 1);
-    for (int r = 0; r < rows; ++r)
-        for (int g0 = 0; g0 < k; g0 += G) {
-            const float scale = std::ldexp(1.0f, expo(rng));
-            const int len = std::min(G, k - g0);
-            const int big = pos(rng) % len;
-            for (int i = 0; i < len; ++i)
-                v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(i == big ? (sign(rng) ? 127 : -127) : small(rng)) * scale;
-        }
-    return v;
-}
+// The matmul checks' reference (format_matmul_harness.hpp): ref::matmul_q2k of
+// the fields n [n][k_pad], ws and wm [n][k_pad / 16].
+const harness::AffineRef kRef{WeightType::q2k, 16, ref::quantize_weight_row_q2k, ref::matmul_q2k};
 
-std::vector<float> random_values(size_t count, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(count);
-    for (float& x : v) x = d(rng);
-    return v;
-}
-
-// kt's q2k matmul of w on a strided, misaligned x against ref::matmul_q2k of
-// f: bitwise where `exact`, else within 1e-5 of Σ|x·w|; nothing written past
-// the n columns.
-void check_matmul(const KernelTable& kt, PackedMatrix w, const Fields& f, int m, int threads, bool exact,
+// kt's q2k matmul of w against ref::matmul_q2k of f: bitwise where `exact`,
+// else within 1e-5 of Σ|x·w|; nothing written past the n columns.
+void check_matmul(const KernelTable& kt, const PackedMatrix& w, const Fields& f, int m, int threads, bool exact,
                   std::mt19937& rng, int act_bits = 8) {
-    w.act_bits = act_bits;
-    const int n = w.n, k = w.k, kp = padded_k(WeightType::q2k, k);
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(threads);
-    CAPTURE(act_bits);
-    const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    const float kGuard = -777.0f;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n) + 1);
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q2k, m, k), 64));
-    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), threads);
-    ref::matmul_q2k(f.n.data(), f.ws.data(), f.wm.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            double mag = 0;
-            for (int i = 0; i < k; ++i) {
-                const size_t h = size_t(c) * size_t(kp / 16) + size_t(i / 16);
-                mag += std::fabs(double(x[size_t(r) * ldx + size_t(i)])) *
-                       (std::fabs(double(f.ws[h]) * f.n[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(f.wm[h])));
-            }
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(ybuf[0] == kGuard);
-    CHECK(bad == 0);
+    harness::check_affine(kt, kRef, w, f.n, f.ws, f.wm, m, threads, exact, rng, act_bits);
 }
 
 }  // namespace
@@ -292,25 +237,6 @@ TEST_CASE("q2k matmul matches the reference on random data on every target (floa
     std::mt19937 rng(19);
     for_each_target([&](const KernelTable& kt) {
         for (const int k : {1, 33, 300, 512})
-            for (const int n : {17, 48}) {
-                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                const int kp = padded_k(WeightType::q2k, k);
-                Buffer buf(std::max<size_t>(packed_bytes(WeightType::q2k, n, k), 64));
-                const size_t panel = format_info(WeightType::q2k).panel_bytes(k);
-                for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                    kt.pack_panel(WeightType::q2k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                const PackedMatrix w{WeightType::q2k, n, k, buf.data(), packed_bytes(WeightType::q2k, n, k)};
-                Fields f;
-                f.n.resize(size_t(n) * size_t(kp));
-                f.ws.resize(size_t(n) * size_t(kp / 16));
-                f.wm.resize(f.ws.size());
-                for (int r = 0; r < n; ++r)
-                    ref::quantize_weight_row_q2k(src.data() + size_t(r) * size_t(k), k, f.n.data() + size_t(r) * kp,
-                                                 f.ws.data() + size_t(r) * size_t(kp / 16),
-                                                 f.wm.data() + size_t(r) * size_t(kp / 16));
-                for (const int m : {1, 5, 64}) check_matmul(kt, w, f, m, 2, false, rng);
-                for (const int m : {1, 17}) check_matmul(kt, w, f, m, 2, false, rng, 16);
-            }
+            for (const int n : {17, 48}) harness::check_affine_from_floats(kt, kRef, n, k, rng);
     });
 }

@@ -20,6 +20,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "staticlm/error.hpp"
+#include "format_matmul_harness.hpp"
 #include "targets.hpp"
 
 using namespace staticlm;
@@ -100,70 +101,24 @@ PackedMatrix pack_fields(const Fields& f, Buffer& buf) {
     return {WeightType::q3k, f.rows, f.k, buf.data(), packed_bytes(WeightType::q3k, f.rows, f.k)};
 }
 
-// Activation rows whose int8 quantization is exact: one element per group
-// ±127·2^e (the scale 2^e), the others small integers · 2^e.
-std::vector<float> exact_acts(int rows, int k, std::mt19937& rng) {
-    std::vector<float> v(size_t(rows) * size_t(k));
-    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, kGroup - 1), sign(0, 1);
-    for (int r = 0; r < rows; ++r)
-        for (int g0 = 0; g0 < k; g0 += kGroup) {
-            const float scale = std::ldexp(1.0f, expo(rng));
-            const int len = std::min(kGroup, k - g0);
-            const int big = pos(rng) % len;
-            for (int i = 0; i < len; ++i)
-                v[size_t(r) * size_t(k) + size_t(g0 + i)] =
-                    float(i == big ? (sign(rng) ? 127 : -127) : small(rng)) * scale;
-        }
-    return v;
-}
+// The matmul checks' reference (format_matmul_harness.hpp): ref::matmul_q3k of
+// q = n - 4 [n][k_pad] and ws [n][k_pad / 16].
+const harness::SignedRef kRef{WeightType::q3k, kSub, ref::quantize_weight_row_q3k, ref::matmul_q3k};
 
-std::vector<float> random_values(size_t count, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(count);
-    for (float& x : v) x = d(rng);
-    return v;
-}
-
-// kt's q3k matmul on strided, misaligned x and y against ref::matmul_q3k of
-// wq [n][k_pad] and ws [n][k_pad / 16].
-void check_matmul(const KernelTable& kt, PackedMatrix w, const std::vector<int8_t>& wq, const std::vector<float>& ws,
-                  int m, int threads, bool exact, std::mt19937& rng, int act_bits = 8) {
-    w.act_bits = act_bits;
-    const int n = w.n, k = w.k, kp = padded_k(WeightType::q3k, k);
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(threads);
-    CAPTURE(act_bits);
-    const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    const float kGuard = -777.0f;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n) + 1);
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(WeightType::q3k, m, k), 64));
-    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), threads);
-    ref::matmul_q3k(wq.data(), ws.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            double mag = 0;
-            for (int i = 0; i < k; ++i)
-                mag += std::fabs(double(x[size_t(r) * ldx + size_t(i)]) *
-                                 double(ws[size_t(c) * size_t(kp / kSub) + size_t(i / kSub)]) *
-                                 wq[size_t(c) * size_t(kp) + size_t(i)]);
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(ybuf[0] == kGuard);
-    CHECK(bad == 0);
+// Exact random fields [n][k] packed through their GGUF blocks, and the
+// reference's view of them.
+struct ExactCase {
+    Buffer buf;
+    PackedMatrix w;
+    std::vector<int8_t> wq;
+    std::vector<float> ws;
+};
+ExactCase exact_case(int n, int k, std::mt19937& rng) {
+    ExactCase c;
+    const Fields f = random_fields(n, k, true, rng);
+    c.w = pack_fields(f, c.buf);
+    ref_fields(f, c.wq, c.ws);
+    return c;
 }
 
 }  // namespace
@@ -319,25 +274,16 @@ TEST_CASE("q3k matmul equals the reference exactly on every target (exact fp32 s
     for_each_target([&](const KernelTable& kt) {
         for (const int k : {256, 768})
             for (const int n : {1, 16, 33}) {
-                const Fields f = random_fields(n, k, true, rng);
-                Buffer buf;
-                const PackedMatrix w = pack_fields(f, buf);
-                std::vector<int8_t> wq;
-                std::vector<float> ws;
-                ref_fields(f, wq, ws);
+                const ExactCase c = exact_case(n, k, rng);
                 for (const int m : {0, 1, 2, 6, 7, 13, 40})
-                    for (const int threads : {1, 2}) check_matmul(kt, w, wq, ws, m, threads, true, rng);
-                for (const int m : {1, 3, 7}) check_matmul(kt, w, wq, ws, m, 2, true, rng, 16);
+                    for (const int threads : {1, 2})
+                        harness::check_signed(kt, kRef, c.w, c.wq, c.ws, m, threads, true, rng);
+                for (const int m : {1, 3, 7}) harness::check_signed(kt, kRef, c.w, c.wq, c.ws, m, 2, true, rng, 16);
             }
         // Rows split (few panels, many rows) and panels split.
         for (const auto& [n, k, m] : {std::tuple{17, 256, 100}, std::tuple{200, 512, 29}}) {
-            const Fields f = random_fields(n, k, true, rng);
-            Buffer buf;
-            const PackedMatrix w = pack_fields(f, buf);
-            std::vector<int8_t> wq;
-            std::vector<float> ws;
-            ref_fields(f, wq, ws);
-            for (const int threads : {1, 2}) check_matmul(kt, w, wq, ws, m, threads, true, rng);
+            const ExactCase c = exact_case(n, k, rng);
+            for (const int threads : {1, 2}) harness::check_signed(kt, kRef, c.w, c.wq, c.ws, m, threads, true, rng);
         }
     });
 }
@@ -346,23 +292,6 @@ TEST_CASE("q3k matmul matches the reference on random data on every target (floa
     std::mt19937 rng(47);
     for_each_target([&](const KernelTable& kt) {
         for (const int k : {1, 33, 300, 512})
-            for (const int n : {17, 48}) {
-                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                const size_t bytes = packed_bytes(WeightType::q3k, n, k);
-                Buffer buf(std::max<size_t>(bytes, 64));
-                const size_t panel = format_info(WeightType::q3k).panel_bytes(k);
-                for (int p0 = 0; p0 < n; p0 += kPanelRows)
-                    kt.pack_panel(WeightType::q3k, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                                  std::min(kPanelRows, n - p0), k, buf.data() + size_t(p0 / kPanelRows) * panel);
-                const PackedMatrix w{WeightType::q3k, n, k, buf.data(), bytes};
-                const int kp = padded_k(WeightType::q3k, k);
-                std::vector<int8_t> wq(size_t(n) * size_t(kp));
-                std::vector<float> ws(size_t(n) * size_t(kp / kSub));
-                for (int r = 0; r < n; ++r)
-                    ref::quantize_weight_row_q3k(src.data() + size_t(r) * size_t(k), k, wq.data() + size_t(r) * kp,
-                                                 ws.data() + size_t(r) * size_t(kp / kSub));
-                for (const int m : {1, 5, 64}) check_matmul(kt, w, wq, ws, m, 2, false, rng);
-                for (const int m : {1, 17}) check_matmul(kt, w, wq, ws, m, 2, false, rng, 16);
-            }
+            for (const int n : {17, 48}) harness::check_signed_from_floats(kt, kRef, n, k, rng);
     });
 }
