@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <vector>
 
@@ -26,6 +25,7 @@
 #include "kernels/memory.hpp"
 #include "kernels/ref.hpp"
 #include "staticlm/error.hpp"
+#include "format_matmul_harness.hpp"
 #include "targets.hpp"
 
 using namespace staticlm;
@@ -96,13 +96,7 @@ struct LowBitMatrix {
 
 LowBitMatrix make_matrix(const LowBit& f, const KernelTable& kt, const std::vector<float>& src, int n, int k) {
     LowBitMatrix m;
-    const size_t bytes = packed_bytes(f.type, n, k);
-    m.buf = Buffer(std::max<size_t>(bytes, 64));
-    m.w = {f.type, n, k, m.buf.data(), bytes};
-    for (int p0 = 0; p0 < n; p0 += kPanelRows)
-        kt.pack_panel(f.type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k),
-                      std::min(kPanelRows, n - p0), k,
-                      m.buf.data() + size_t(p0 / kPanelRows) * format_info(f.type).panel_bytes(k));
+    m.w = harness::pack_from_floats(kt, f.type, src, n, k, m.buf);
     const int kp = padded_k(f.type, k);
     m.q.resize(size_t(n) * size_t(kp));
     m.s.resize(size_t(n) * size_t(kp / G));
@@ -125,30 +119,6 @@ std::vector<float> exact_values(const LowBit& f, int rows, int k, std::mt19937& 
             for (int i = 0; i < len; ++i)
                 v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(i == big ? f.lo : small(rng)) * scale;
         }
-    return v;
-}
-
-// Activation rows whose q8 quantization is exact: one element of each group
-// is ±127·2^e (scale 2^e), the others small integers · 2^e.
-std::vector<float> exact_acts(int rows, int k, std::mt19937& rng) {
-    std::vector<float> v(size_t(rows) * size_t(k));
-    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, G - 1), sign(0, 1);
-    for (int r = 0; r < rows; ++r)
-        for (int g0 = 0; g0 < k; g0 += G) {
-            const float scale = std::ldexp(1.0f, expo(rng));
-            const int len = std::min(G, k - g0);
-            const int big = pos(rng) % len;
-            for (int i = 0; i < len; ++i)
-                v[size_t(r) * size_t(k) + size_t(g0 + i)] =
-                    float(i == big ? (sign(rng) ? 127 : -127) : small(rng)) * scale;
-        }
-    return v;
-}
-
-std::vector<float> random_values(size_t count, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(count);
-    for (float& x : v) x = d(rng);
     return v;
 }
 
@@ -279,7 +249,7 @@ TEST_CASE("low-bit panels: the documented layouts, unpack_row, every target") {
             for (int n : {1, 15, 16, 17, 40}) {
                 CAPTURE(k);
                 CAPTURE(n);
-                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
+                const std::vector<float> src = harness::random_values(size_t(n) * size_t(k), rng);
                 LowBitMatrix m = make_matrix(f, kt, src, n, k);
                 const int kp = padded_k(f.type, k), ng = kp / G;
                 const size_t panel = format_info(f.type).panel_bytes(k);
@@ -352,45 +322,19 @@ TEST_CASE("low-bit formats from given quants (GGUF Q4_0, Q5_0): exact, row range
 
 namespace {
 
-// kt's q4 matmul on a strided, misaligned x and y against ref::matmul_q8 of
-// the reference-quantized weights; exact: bitwise, else a tight bound.
+// kt's q4 or q5 matmul on a strided, misaligned x and y
+// (format_matmul_harness.hpp) against ref::matmul_q8 of the
+// reference-quantized weights; exact: bitwise, else a tight bound.
 void check_matmul(const LowBit& f, const KernelTable& kt, int m, int n, int k, int n_threads, bool exact,
                   std::mt19937& rng, int act_bits = 8) {
-    CAPTURE(weight_type_name(f.type));
-    CAPTURE(act_bits);
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(n_threads);
-    const std::vector<float> w = exact ? exact_values(f, n, k, rng) : random_values(size_t(n) * size_t(k), rng);
+    const std::vector<float> w =
+        exact ? exact_values(f, n, k, rng) : harness::random_values(size_t(n) * size_t(k), rng);
     LowBitMatrix mat = make_matrix(f, kt, w, n, k);
     mat.w.act_bits = act_bits;
-    const size_t ldx = size_t(k) + 3, ldy = size_t(n) + 2;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    const float kGuard = -777.0f;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, kGuard), yref(size_t(m) * size_t(n));
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(f.type, m, k), 64));
-    matmul(kt, mat.w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, x, ldx, m, yref.data(), size_t(n), act_bits);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            double mag = 0;
-            for (int i = 0; i < k; ++i) mag += std::fabs(double(x[size_t(r) * ldx + i]) * w[size_t(c) * k + i]);
-            const bool ok = exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != kGuard && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(ybuf[0] == kGuard);
-    CHECK(bad == 0);
+    const harness::MatmulRun run = harness::run_matmul(kt, mat.w, m, n_threads, exact, rng);
+    std::vector<float> yref(size_t(m) * size_t(n));
+    ref::matmul_q8(mat.q.data(), mat.s.data(), n, k, run.x(), run.ldx, m, yref.data(), size_t(n), act_bits);
+    harness::check_outputs(run, yref, exact, exact ? std::vector<double>{} : harness::abs_values(w), size_t(k));
 }
 
 }  // namespace
@@ -530,96 +474,30 @@ void q4k_ref_scales(const Q4kFields& f, std::vector<float>& ws, std::vector<floa
         }
 }
 
-// kt's matmul of w on a strided, misaligned x (exact_acts where `exact`, else
-// random) against ref(x, ldx, m, y): bitwise where exact, else within 1e-5 of
-// mag(x row, column) = Σ|x·w|; nothing written past the n columns.
-void check_matmul_against(const KernelTable& kt, const PackedMatrix& w_in, int m, int n_threads, bool exact,
-                          std::mt19937& rng, const std::function<void(const float*, size_t, int, float*, int)>& ref,
-                          const std::function<double(const float*, int)>& mag, int act_bits = 8) {
-    PackedMatrix w = w_in;
-    w.act_bits = act_bits;
-    const int n = w.n, k = w.k;
-    CAPTURE(weight_type_name(w.type));
-    CAPTURE(act_bits);
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(n_threads);
-    const size_t ldx = size_t(k) + 5, ldy = size_t(n) + 3;
-    std::vector<float> xbuf(size_t(m) * ldx + 1, 0.0f);
-    const std::vector<float> xv = exact ? exact_acts(m, k, rng) : random_values(size_t(m) * size_t(k), rng);
-    for (int r = 0; r < m; ++r)
-        std::memcpy(xbuf.data() + 1 + size_t(r) * ldx, xv.data() + size_t(r) * size_t(k), sizeof(float) * size_t(k));
-    const float* x = xbuf.data() + 1;
-    std::vector<float> ybuf(size_t(m) * ldy + 1, -777.0f), yref(size_t(m) * size_t(n));
-    float* y = ybuf.data() + 1;
-    Buffer scratch(std::max<size_t>(matmul_scratch_bytes(w.type, m, k), 64));
-    matmul(kt, w, x, ldx, m, y, ldy, scratch.data(), n_threads);
-    ref(x, ldx, m, yref.data(), act_bits);
-    int bad = 0;
-    for (int r = 0; r < m; ++r)
-        for (int c = 0; c < n; ++c) {
-            const float got = y[size_t(r) * ldy + size_t(c)], want = yref[size_t(r) * size_t(n) + size_t(c)];
-            const bool ok =
-                exact ? got == want : std::fabs(double(got) - double(want)) <= 1e-5 * mag(x + size_t(r) * ldx, c) + 1e-30;
-            if (!ok && bad++ < 5) FAIL_CHECK("row ", r, " col ", c, ": ", got, " != ", want);
-        }
-    for (int r = 0; r + 1 < m; ++r)
-        for (size_t c = size_t(n); c < ldy; ++c)
-            if (y[size_t(r) * ldy + c] != -777.0f && bad++ < 5) FAIL_CHECK("wrote past n");
-    CHECK(bad == 0);
+// ref::matmul_affine at q4k's and q5k's padding of k (to 256) and at q4a's and
+// q5a's (to 32).
+void ref_matmul_k256(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
+                     int m, float* y, size_t ldy, int act_bits) {
+    ref::matmul_affine(wn, ws, wm, n, k, padded_k(WeightType::q4k, k), x, ldx, m, y, ldy, act_bits);
+}
+void ref_matmul_k32(const uint8_t* wn, const float* ws, const float* wm, int n, int k, const float* x, size_t ldx,
+                    int m, float* y, size_t ldy, int act_bits) {
+    ref::matmul_affine(wn, ws, wm, n, k, padded_k(WeightType::q4a, k), x, ldx, m, y, ldy, act_bits);
 }
 
-// An affine format (q4k, q5k, q4a, q5a) against ref::matmul_affine of its fields.
+// The matmul checks' reference of an affine format (q4k, q5k, q4a, q5a;
+// format_matmul_harness.hpp): ref::matmul_affine of its fields, on x and y at
+// strides k + 5 and n + 3.
+harness::AffineRef affine_ref(WeightType type, void (*ref_row)(const float*, int, uint8_t*, float*, float*)) {
+    const bool super = type == WeightType::q4k || type == WeightType::q5k;
+    REQUIRE(padded_k(type, 1) == (super ? 256 : 32));
+    return {type, G, ref_row, super ? ref_matmul_k256 : ref_matmul_k32, 5, 3};
+}
+
 void check_affine_k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<uint8_t>& wn,
                            const std::vector<float>& ws, const std::vector<float>& wm, int m, int n_threads,
-                           bool exact, std::mt19937& rng, int act_bits = 8) {
-    const int kp = padded_k(w.type, w.k);
-    check_matmul_against(
-        kt, w, m, n_threads, exact, rng,
-        [&](const float* x, size_t ldx, int rows, float* y, int bits) {
-            ref::matmul_affine(wn.data(), ws.data(), wm.data(), w.n, w.k, kp, x, ldx, rows, y, size_t(w.n), bits);
-        },
-        [&](const float* x, int c) {
-            double mag = 0;
-            for (int i = 0; i < w.k; ++i) {
-                const size_t gi = size_t(c) * size_t(kp / G) + size_t(i / G);
-                mag += std::fabs(double(x[i])) *
-                       (std::fabs(double(ws[gi]) * wn[size_t(c) * size_t(kp) + size_t(i)]) + std::fabs(double(wm[gi])));
-            }
-            return mag;
-        },
-        act_bits);
-}
-
-// src [n][k] packed by kt's pack_panel into buf.
-PackedMatrix pack_from_floats(const KernelTable& kt, WeightType type, const std::vector<float>& src, int n, int k,
-                              Buffer& buf) {
-    const size_t bytes = packed_bytes(type, n, k);
-    buf = Buffer(std::max<size_t>(bytes, 64));
-    const size_t panel = format_info(type).panel_bytes(k);
-    for (int p0 = 0; p0 < n; p0 += kPanelRows)
-        kt.pack_panel(type, SrcType::f32, src.data() + size_t(p0) * size_t(k), size_t(k), std::min(kPanelRows, n - p0),
-                      k, buf.data() + size_t(p0 / kPanelRows) * panel);
-    return {type, n, k, buf.data(), bytes};
-}
-
-// An affine format (q4k, q5k, q4a, q5a) packed from random floats against
-// ref::matmul_affine of the reference quantizer's fields, m = 1, 5, 64.
-void check_affine_from_floats(const KernelTable& kt, WeightType type,
-                              void (*ref_row)(const float*, int, uint8_t*, float*, float*), int n, int k,
-                              std::mt19937& rng) {
-    const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-    Buffer buf;
-    const PackedMatrix w = pack_from_floats(kt, type, src, n, k, buf);
-    const int kp = padded_k(type, k);
-    std::vector<uint8_t> wn(size_t(n) * size_t(kp));
-    std::vector<float> ws(size_t(n) * size_t(kp / G)), wm(ws.size());
-    for (int r = 0; r < n; ++r)
-        ref_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * kp,
-                ws.data() + size_t(r) * size_t(kp / G), wm.data() + size_t(r) * size_t(kp / G));
-    for (const int m : {1, 5, 64}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng);
-    for (const int m : {1, 17}) check_affine_k_matmul(kt, w, wn, ws, wm, m, 2, false, rng, 16);
+                           bool exact, std::mt19937& rng) {
+    harness::check_affine(kt, affine_ref(w.type, nullptr), w, wn, ws, wm, m, n_threads, exact, rng);
 }
 
 }  // namespace
@@ -760,7 +638,7 @@ TEST_CASE("q4k and q5k matmuls match the reference on random data on every targe
         CAPTURE(fmt.name);
         for (const int k : {1, 33, 300, 512})
             for (const int n : {17, 48}) {
-                check_affine_from_floats(kt, fmt.type, fmt.ref_row, n, k, rng);
+                harness::check_affine_from_floats(kt, affine_ref(fmt.type, fmt.ref_row), n, k, rng);
             }
     });
 }
@@ -805,24 +683,10 @@ void q6k_ref_fields(const Q6kFields& f, std::vector<int8_t>& wq, std::vector<flo
         }
 }
 
-void check_q6k_matmul(const KernelTable& kt, const PackedMatrix& w, const std::vector<int8_t>& wq,
-                      const std::vector<float>& ws, int m, int n_threads, bool exact, std::mt19937& rng,
-                      int act_bits = 8) {
-    const int kp = padded_k(WeightType::q6k, w.k);
-    check_matmul_against(
-        kt, w, m, n_threads, exact, rng,
-        [&](const float* x, size_t ldx, int rows, float* y, int bits) {
-            ref::matmul_q6k(wq.data(), ws.data(), w.n, w.k, x, ldx, rows, y, size_t(w.n), bits);
-        },
-        [&](const float* x, int c) {
-            double mag = 0;
-            for (int i = 0; i < w.k; ++i)
-                mag += std::fabs(double(x[i]) * double(ws[size_t(c) * size_t(kp / 16) + size_t(i / 16)]) *
-                                 wq[size_t(c) * size_t(kp) + size_t(i)]);
-            return mag;
-        },
-        act_bits);
-}
+// The q6k matmul checks' reference (format_matmul_harness.hpp): ref::matmul_q6k
+// of q - 32 [n][k_pad] and ws [n][k_pad / 16], on x and y at strides k + 5 and
+// n + 3.
+const harness::SignedRef kQ6kRef{WeightType::q6k, 16, ref::quantize_weight_row_q6k, ref::matmul_q6k, 5, 3};
 
 }  // namespace
 
@@ -926,8 +790,9 @@ TEST_CASE("q6k matmul equals the reference exactly on every target (exact fp32 s
                 std::vector<float> ws;
                 q6k_ref_fields(f, wq, ws);
                 for (const int m : {0, 1, 2, 6, 7, 13, 40})
-                    for (const int threads : {1, 2}) check_q6k_matmul(kt, w, wq, ws, m, threads, true, rng);
-                check_q6k_matmul(kt, w, wq, ws, 7, 2, true, rng, 16);
+                    for (const int threads : {1, 2})
+                        harness::check_signed(kt, kQ6kRef, w, wq, ws, m, threads, true, rng);
+                harness::check_signed(kt, kQ6kRef, w, wq, ws, 7, 2, true, rng, 16);
             }
     });
 }
@@ -936,19 +801,7 @@ TEST_CASE("q6k matmul matches the reference on random data on every target (floa
     std::mt19937 rng(31);
     for_each_target([&](const KernelTable& kt) {
         for (const int k : {1, 33, 300, 512})
-            for (const int n : {17, 48}) {
-                const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-                Buffer buf;
-                const PackedMatrix w = pack_from_floats(kt, WeightType::q6k, src, n, k, buf);
-                const int kp = padded_k(WeightType::q6k, k);
-                std::vector<int8_t> wq(size_t(n) * size_t(kp));
-                std::vector<float> ws(size_t(n) * size_t(kp / 16));
-                for (int r = 0; r < n; ++r)
-                    ref::quantize_weight_row_q6k(src.data() + size_t(r) * size_t(k), k, wq.data() + size_t(r) * kp,
-                                                 ws.data() + size_t(r) * size_t(kp / 16));
-                for (const int m : {1, 5, 64}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng);
-                for (const int m : {1, 17}) check_q6k_matmul(kt, w, wq, ws, m, 2, false, rng, 16);
-            }
+            for (const int n : {17, 48}) harness::check_signed_from_floats(kt, kQ6kRef, n, k, rng);
     });
 }
 
@@ -1088,7 +941,7 @@ TEST_CASE("q4a and q5a matmuls equal the reference on every target (exact, and r
                 }
             for (const int k : {1, 33, 100})
                 for (const int n : {17, 48}) {
-                    check_affine_from_floats(kt, f.type, f.ref_row, n, k, rng);
+                    harness::check_affine_from_floats(kt, affine_ref(f.type, f.ref_row), n, k, rng);
                 }
         });
 }
