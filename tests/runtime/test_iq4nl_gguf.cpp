@@ -1,13 +1,13 @@
 // GGUF IQ4_NL end to end: the committed test vectors (tests/fixtures/gguf/
 // iq4nl_blocks*, tools/fixtures/make_gguf_iq4nl.py) dequantize and repack
-// into iq4nl bit for bit against gguf-py 0.19.0's dequantizer, and an all-
-// IQ4_NL llama-tied loads natively at the file's 4.5 bits per weight with
-// logits and greedy ids within q8's budgets of the f32-dequantized load.
+// into iq4nl bit for bit against gguf-py 0.19.0's dequantizer
+// (gguf_block_fixture.hpp), and an all-IQ4_NL llama-tied loads natively at
+// the file's 4.5 bits per weight with logits and greedy ids within q8's
+// budgets of the f32-dequantized load.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,6 +23,7 @@
 #include "staticlm/error.hpp"
 #include "staticlm/metrics.hpp"
 #include "staticlm/session.hpp"
+#include "tests/runtime/gguf_block_fixture.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
@@ -32,42 +33,19 @@ namespace {
 
 const fs::path kGguf = test::fixtures_dir() / "gguf";
 
-uint32_t bits(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-
 }  // namespace
 
 TEST_CASE("iq4nl: every block of the IQ4_NL test tensor dequantizes and repacks bit for bit (gguf-py 0.19.0)") {
-    const GgufFile f(kGguf / "iq4nl_blocks.gguf");
-    const SafetensorsFile expected(kGguf / "iq4nl_blocks_expected.safetensors");
-    const GgufTensor& t = f.tensor("iq4_nl");
-    REQUIRE(t.type == kernels::GgmlType::iq4_nl);
-    const int k = int(t.ne[0]), n = int(t.ne[1]);
-    REQUIRE(k == 640);
-    REQUIRE(n == 64);
-    const std::vector<float> want = read_f32(expected.at("iq4_nl"));
-    REQUIRE(want.size() == size_t(n) * size_t(k));
-    // The GGUF reader's dequantization (the --weights f32/q8 path).
-    const std::vector<float> got = gguf_read_f32(t);
-    size_t bad = 0;
-    for (size_t i = 0; i < got.size(); ++i) bad += bits(got[i]) != bits(want[i]);
-    CHECK(bad == 0);
+    // The GGUF reader's dequantization (the --weights f32/q8 path) is checked on opening.
+    const test::BlockFixture fx = test::open_block_fixture("iq4nl", "iq4_nl", kernels::GgmlType::iq4_nl, 64, 640);
+    const GgufTensor& t = *fx.tensor;
+    const int k = fx.k, n = fx.n;
     // The native repack, in two row ranges, read back row by row.
     Buffer buf(kernels::packed_bytes(WeightType::iq4nl, n, k));
     CHECK(buf.size() == size_t(t.bytes));  // 4.5 bits per weight, as the file
     kernels::pack_iq4nl_ggml(t.data, n, k, 0, 32, buf.data());
     kernels::pack_iq4nl_ggml(t.data + 32 * t.row_bytes(), n, k, 32, n, buf.data());
-    const kernels::PackedMatrix w{WeightType::iq4nl, n, k, buf.data(), buf.size()};
-    std::vector<float> row(static_cast<size_t>(k));
-    bad = 0;
-    for (int r = 0; r < n; ++r) {
-        kernels::unpack_row(w, r, 1.0f, row.data());
-        for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
-    }
-    CHECK(bad == 0);
+    test::check_unpacked({WeightType::iq4nl, n, k, buf.data(), buf.size()}, fx.want);
 }
 
 TEST_CASE("iq4nl: an IQ4_NL llama-tied loads natively at 4.5 bits per weight, within q8's budgets of f32") {

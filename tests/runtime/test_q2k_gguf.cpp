@@ -1,12 +1,12 @@
 // GGUF Q2_K: the committed test vectors (tests/fixtures/gguf/q2k_blocks*,
 // tools/fixtures/make_gguf_q2k.py; a 32 × 2048 tensor) dequantize, and repack
 // into q2k through the loader's ingestion hook, bit for bit against gguf-py
-// 0.19.0's dequantizer, at exactly the file's 2.625 bits per weight; a
-// non-finite d or dmin is reported at its block's first element.
+// 0.19.0's dequantizer (gguf_block_fixture.hpp), at exactly the file's 2.625
+// bits per weight; a non-finite d or dmin is reported at its block's first
+// element.
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "formats/q2k/layout.hpp"
@@ -15,39 +15,16 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "model/gguf.hpp"
-#include "model/safetensors.hpp"
+#include "tests/runtime/gguf_block_fixture.hpp"
 #include "tests/support.hpp"
 
 using namespace staticlm;
-namespace fs = std::filesystem;
-
-namespace {
-
-const fs::path kGguf = test::fixtures_dir() / "gguf";
-
-uint32_t bits(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-
-}  // namespace
 
 TEST_CASE("q2k: every block of the Q2_K test tensor dequantizes and repacks bit for bit (gguf-py 0.19.0)") {
-    const GgufFile f(kGguf / "q2k_blocks.gguf");
-    const SafetensorsFile expected(kGguf / "q2k_blocks_expected.safetensors");
-    const GgufTensor& t = f.tensor("q2_k");
-    REQUIRE(t.type == kernels::GgmlType::q2_k);
-    const int k = int(t.ne[0]), n = int(t.ne[1]);
-    REQUIRE(k == 2048);
-    REQUIRE(n == 32);
-    const std::vector<float> want = read_f32(expected.at("q2_k"));
-    REQUIRE(want.size() == size_t(n) * size_t(k));
-    // The GGUF reader's dequantization (the --weights f32/q8 path).
-    const std::vector<float> got = gguf_read_f32(t);
-    size_t bad = 0;
-    for (size_t i = 0; i < got.size(); ++i) bad += bits(got[i]) != bits(want[i]);
-    CHECK(bad == 0);
+    // The GGUF reader's dequantization (the --weights f32/q8 path) is checked on opening.
+    const test::BlockFixture fx = test::open_block_fixture("q2k", "q2_k", kernels::GgmlType::q2_k, 32, 2048);
+    const GgufTensor& t = *fx.tensor;
+    const int k = fx.k, n = fx.n;
     // The native path as the loader runs it: the q2k hook reads rows into its
     // scratch (rows 0-15 at once, then 16-31 in two runs) and packs each panel.
     REQUIRE(kernels::gguf_native_type(kernels::GgmlType::q2_k) == WeightType::q2k);
@@ -61,14 +38,7 @@ TEST_CASE("q2k: every block of the Q2_K test tensor dequantizes and repacks bit 
     CHECK(in->read(t.type, t.data + 16 * t.row_bytes(), k, 0, 5, 16, scratch.data()) == -1);
     CHECK(in->read(t.type, t.data + 21 * t.row_bytes(), k, 5, 11, 16, scratch.data()) == -1);
     in->pack(scratch.data(), 16, n, k, 16, n, buf.data());
-    const kernels::PackedMatrix w{WeightType::q2k, n, k, buf.data(), buf.size()};
-    std::vector<float> row(static_cast<size_t>(k));
-    bad = 0;
-    for (int r = 0; r < n; ++r) {
-        kernels::unpack_row(w, r, 1.0f, row.data());
-        for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
-    }
-    CHECK(bad == 0);
+    test::check_unpacked({WeightType::q2k, n, k, buf.data(), buf.size()}, fx.want);
     // pack_q2k_ggml straight from the file's bytes gives the same panels.
     Buffer direct(buf.size());
     kernels::pack_q2k_ggml(t.data, n, k, 0, n, direct.data());
@@ -76,7 +46,7 @@ TEST_CASE("q2k: every block of the Q2_K test tensor dequantizes and repacks bit 
 }
 
 TEST_CASE("q2k: a non-finite d or dmin is reported at its block's first element") {
-    const GgufFile f(kGguf / "q2k_blocks.gguf");
+    const GgufFile f(test::fixtures_dir() / "gguf" / "q2k_blocks.gguf");
     const GgufTensor& t = f.tensor("q2_k");
     const int k = int(t.ne[0]);
     const kernels::GgufIngest& in = *kernels::gguf_ingest(WeightType::q2k, kernels::GgmlType::q2_k);

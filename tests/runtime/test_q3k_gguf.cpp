@@ -1,9 +1,10 @@
 // GGUF Q3_K end to end: the committed test vectors (tests/fixtures/gguf/
 // q3k_blocks*, tools/fixtures/make_gguf_q3k.py) dequantize, and repack into
 // q3k through the format's GGUF hook, bit for bit against gguf-py 0.19.0's
-// dequantizer, at the file's 110 bytes per 256 weights.
+// dequantizer (gguf_block_fixture.hpp), at the file's 110 bytes per 256 weights.
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -13,38 +14,15 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "model/gguf.hpp"
-#include "model/safetensors.hpp"
-#include "tests/support.hpp"
+#include "tests/runtime/gguf_block_fixture.hpp"
 
 using namespace staticlm;
-namespace fs = std::filesystem;
-
-namespace {
-
-uint32_t bits(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-
-}  // namespace
 
 TEST_CASE("q3k: every block of the Q3_K test tensor dequantizes and repacks bit for bit (gguf-py 0.19.0)") {
-    const fs::path dir = test::fixtures_dir() / "gguf";
-    const GgufFile f(dir / "q3k_blocks.gguf");
-    const SafetensorsFile expected(dir / "q3k_blocks_expected.safetensors");
-    const GgufTensor& t = f.tensor("q3_k");
-    REQUIRE(t.type == kernels::GgmlType::q3_k);
-    const int k = int(t.ne[0]), n = int(t.ne[1]);
-    REQUIRE(k == 2048);
-    REQUIRE(n == 24);
-    const std::vector<float> want = read_f32(expected.at("q3_k"));
-    REQUIRE(want.size() == size_t(n) * size_t(k));
-    // The GGUF reader's dequantization (the --weights f32/q8 path).
-    const std::vector<float> got = gguf_read_f32(t);
-    size_t bad = 0;
-    for (size_t i = 0; i < got.size(); ++i) bad += bits(got[i]) != bits(want[i]);
-    CHECK(bad == 0);
+    // The GGUF reader's dequantization (the --weights f32/q8 path) is checked on opening.
+    const test::BlockFixture fx = test::open_block_fixture("q3k", "q3_k", kernels::GgmlType::q3_k, 24, 2048);
+    const GgufTensor& t = *fx.tensor;
+    const int k = fx.k, n = fx.n;
     // The native path as the loader runs it: the format's hook reads runs of
     // rows into its scratch (rows 0-15, then 16-23 one by one) and packs each
     // panel.
@@ -59,14 +37,7 @@ TEST_CASE("q3k: every block of the Q3_K test tensor dequantizes and repacks bit 
     for (int r = 16; r < n; ++r)
         CHECK(in->read(t.type, t.data + size_t(r) * t.row_bytes(), k, r - 16, 1, 16, scratch.data()) == -1);
     in->pack(scratch.data(), 16, n, k, 16, n, buf.data());
-    const kernels::PackedMatrix w{WeightType::q3k, n, k, buf.data(), buf.size()};
-    std::vector<float> row(static_cast<size_t>(k));
-    bad = 0;
-    for (int r = 0; r < n; ++r) {
-        kernels::unpack_row(w, r, 1.0f, row.data());
-        for (int i = 0; i < k; ++i) bad += bits(row[size_t(i)]) != bits(want[size_t(r) * size_t(k) + size_t(i)]);
-    }
-    CHECK(bad == 0);
+    test::check_unpacked({WeightType::q3k, n, k, buf.data(), buf.size()}, fx.want);
     // A non-finite d (row 1's third block) is reported at the block's first element.
     std::vector<std::byte> blocks(t.data, t.data + 2 * t.row_bytes());
     const uint16_t nan = 0x7e00;
