@@ -138,32 +138,47 @@ void check_affine(const KernelTable& kt, const AffineRef& f, PackedMatrix w, con
     check_outputs(run, yref, exact, wabs, size_t(kp));
 }
 
-void check_signed_from_floats(const KernelTable& kt, const SignedRef& f, int n, int k, std::mt19937& rng) {
+namespace {
+
+// The float-source check of a SignedRef (sf) or an AffineRef (af) format.
+void check_from_floats(const KernelTable& kt, const SignedRef* sf, const AffineRef* af, int n, int k,
+                       std::mt19937& rng) {
+    constexpr struct {
+        int m, act_bits;
+    } kRuns[] = {{1, 8}, {5, 8}, {64, 8}, {1, 16}, {17, 16}};
+    const WeightType type = sf ? sf->type : af->type;
+    const int sub = sf ? sf->sub : af->sub;
     const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
     Buffer buf;
-    const PackedMatrix w = pack_from_floats(kt, f.type, src, n, k, buf);
-    const int kp = padded_k(f.type, k);
-    std::vector<int8_t> wq(size_t(n) * size_t(kp));
-    std::vector<float> ws(size_t(n) * size_t(kp / f.sub));
-    for (int r = 0; r < n; ++r)
-        f.quantize_row(src.data() + size_t(r) * size_t(k), k, wq.data() + size_t(r) * size_t(kp),
-                       ws.data() + size_t(r) * size_t(kp / f.sub));
-    for (const int m : {1, 5, 64}) check_signed(kt, f, w, wq, ws, m, 2, false, rng);
-    for (const int m : {1, 17}) check_signed(kt, f, w, wq, ws, m, 2, false, rng, 16);
+    const PackedMatrix w = pack_from_floats(kt, type, src, n, k, buf);
+    const int kp = padded_k(type, k);
+    std::vector<int8_t> wq(sf ? size_t(n) * size_t(kp) : 0);
+    std::vector<uint8_t> wn(af ? size_t(n) * size_t(kp) : 0);
+    std::vector<float> ws(size_t(n) * size_t(kp / sub)), wm(af ? ws.size() : 0);
+    for (int r = 0; r < n; ++r) {
+        const float* x = src.data() + size_t(r) * size_t(k);
+        const size_t at = size_t(r) * size_t(kp), h = size_t(r) * size_t(kp / sub);
+        if (sf)
+            sf->quantize_row(x, k, wq.data() + at, ws.data() + h);
+        else
+            af->quantize_row(x, k, wn.data() + at, ws.data() + h, wm.data() + h);
+    }
+    for (const auto& run : kRuns) {
+        if (sf)
+            check_signed(kt, *sf, w, wq, ws, run.m, 2, false, rng, run.act_bits);
+        else
+            check_affine(kt, *af, w, wn, ws, wm, run.m, 2, false, rng, run.act_bits);
+    }
+}
+
+}  // namespace
+
+void check_signed_from_floats(const KernelTable& kt, const SignedRef& f, int n, int k, std::mt19937& rng) {
+    check_from_floats(kt, &f, nullptr, n, k, rng);
 }
 
 void check_affine_from_floats(const KernelTable& kt, const AffineRef& f, int n, int k, std::mt19937& rng) {
-    const std::vector<float> src = random_values(size_t(n) * size_t(k), rng);
-    Buffer buf;
-    const PackedMatrix w = pack_from_floats(kt, f.type, src, n, k, buf);
-    const int kp = padded_k(f.type, k);
-    std::vector<uint8_t> wn(size_t(n) * size_t(kp));
-    std::vector<float> ws(size_t(n) * size_t(kp / f.sub)), wm(ws.size());
-    for (int r = 0; r < n; ++r)
-        f.quantize_row(src.data() + size_t(r) * size_t(k), k, wn.data() + size_t(r) * size_t(kp),
-                       ws.data() + size_t(r) * size_t(kp / f.sub), wm.data() + size_t(r) * size_t(kp / f.sub));
-    for (const int m : {1, 5, 64}) check_affine(kt, f, w, wn, ws, wm, m, 2, false, rng);
-    for (const int m : {1, 17}) check_affine(kt, f, w, wn, ws, wm, m, 2, false, rng, 16);
+    check_from_floats(kt, nullptr, &f, n, k, rng);
 }
 
 }  // namespace staticlm::kernels::harness
