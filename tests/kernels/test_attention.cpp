@@ -474,12 +474,16 @@ TEST_CASE("attention: every row of a prefill block equals the row decoded alone,
         int d, n_heads, n_kv;
     };
     const Shape shapes[] = {{64, 32, 8}, {64, 6, 2}, {80, 3, 3}, {128, 8, 1}, {256, 8, 1}, {8, 5, 1}};
-    int n = 0;
+    int n = 0, kept = 0;
     for (KvType type : {KvType::f16, KvType::f32, KvType::q8})
         for (Shape sh : shapes)
             for (int last : {127, 128, 129, 200, 383})
                 for (int t : {5, 17, 40}) {
                     if (n++ % 2 != 0 && sh.d != 64) continue;  // keep the run short
+                    // Under ASan a third: each run of three kept cases keeps one, a
+                    // different t from run to run.
+                    const int r = kept++;
+                    if (test::kSanitized && (r + r / 3) % 3 != 0) continue;
                     const Cache k(type, 0, sh.n_kv, last + 1, sh.d, last), v(type, 1, sh.n_kv, last + 1, sh.d, last);
                     Case block{type, sh.d, sh.n_heads, sh.n_kv, t, last - t + 1, 0, 1.0f / std::sqrt(float(sh.d))};
                     Block qb = make_queries(block), ob(t, sh.n_heads, sh.d, 0.0f);
