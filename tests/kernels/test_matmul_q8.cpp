@@ -14,6 +14,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/memory.hpp"
 #include "kernels/ref.hpp"
+#include "format_matmul_harness.hpp"
 
 using namespace staticlm;
 using namespace staticlm::kernels;
@@ -53,31 +54,10 @@ std::vector<Target> runnable_targets() {
     return out;
 }
 
-// Values whose group quantization is exact: in each group of 32 one element is
-// ±127·2^e (so scale = 2^e exactly) and the others are small integers · 2^e.
-std::vector<float> exact_values(int rows, int k, std::mt19937& rng) {
-    std::vector<float> v(size_t(rows) * size_t(k));
-    std::uniform_int_distribution<int> small(-8, 8), expo(-2, 0), pos(0, kQ8Group - 1),
-        sign(0, 1);
-    for (int r = 0; r < rows; ++r)
-        for (int g0 = 0; g0 < k; g0 += kQ8Group) {
-            const float scale = std::ldexp(1.0f, expo(rng));
-            const int len = std::min(kQ8Group, k - g0);
-            const int big = pos(rng) % len;
-            for (int i = 0; i < len; ++i) {
-                const int q = i == big ? (sign(rng) ? 127 : -127) : small(rng);
-                v[size_t(r) * size_t(k) + size_t(g0 + i)] = float(q) * scale;
-            }
-        }
-    return v;
-}
-
-std::vector<float> random_values(size_t count, std::mt19937& rng) {
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> v(count);
-    for (float& x : v) x = d(rng);
-    return v;
-}
+// Values whose group quantization is exact (format_matmul_harness.hpp), and
+// N(0, 1) values.
+std::vector<float> exact_values(int rows, int k, std::mt19937& rng) { return harness::exact_acts(rows, k, -2, rng); }
+using harness::random_values;
 
 }  // namespace
 
