@@ -308,22 +308,37 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // s[h][j] = q_h · k_j for NH lanes and keys j < nk of a tile (rows row_len<T>(d) apart).
 // q: [NH][d_pad] scaled queries (stride d_pad); s: [NH][stile]; red: [NH][kW][kW].
 // Partial sums are parked in red and every kW keys reduced by hsum_rows;
-// entries nk .. round_up(nk, kW) are left stale. With prefetch_v the tile's V
-// rows are prefetched meanwhile: when pv_tile needs several passes over a row
-// (one per block of output registers), it reads in strides of a row, which the
-// hardware prefetchers do not follow (measured with 64-key tiles: d512 1.9×
-// the read time with, 2.3–4× without); with one pass the prefetches only
-// compete with K (d64, 256-key tiles: 1.1× read time without, 2× with).
+// entries nk .. round_up(nk, kW) are left stale. With prefetch (the item's
+// first lane block), each block of kW keys first prefetches its V rows (pv_tile
+// reads them after the whole tile is scored, and with wide heads in several
+// passes of row strides that the hardware prefetchers do not follow) and the
+// K rows kPrefetchKeys ahead, up to `ahead` keys from the tile's first (the
+// keys of this item that follow contiguously). K and V then come in as one
+// steady stream instead of two that restart every tile.
+//
+// Measured (Xeon model 207 VM, 2 threads, `bench_kernels
+// --benchmark_filter='^attn_decode/hd(64|128)/q32kv8/ctx16384'`, alternated
+// with a build that prefetched V only for head_dim > 64, 2026-12-04):
+// d64 f16 14.3 -> 18.3 GB/s, q8 10.8 -> 14.6; d128 f16 15.3 -> 18.3, q8 12.2
+// -> 13.9; 32 or 64 keys ahead was no better than 16 (d64 q8 12.2 and 11.7).
+constexpr int kPrefetchKeys = 16;
+
 template <int NH, class T>
 void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk, float* s,
-                int stile, float* red, bool prefetch_v) {
+                int stile, float* red, bool prefetch, int ahead) {
     constexpr int kKeys = std::min(4, kAccRegs / NH);
     const size_t ld = row_len<T>(d), row_bytes = ld * sizeof(T);
     for (int j0 = 0; j0 < nk; j0 += kW) {
         const int nj = std::min(kW, nk - j0);
         const char* vb = reinterpret_cast<const char*>(v + size_t(j0) * ld);
-        if (prefetch_v)
+        if (prefetch) {
             for (size_t b = 0; b < size_t(nj) * row_bytes; b += 64) __builtin_prefetch(vb + b, 0, 3);
+            const int k0 = j0 + kPrefetchKeys, k1 = std::min(ahead, k0 + kW);
+            if (k0 < k1) {
+                const char* kb = reinterpret_cast<const char*>(k + size_t(k0) * ld);
+                for (size_t b = 0; b < size_t(k1 - k0) * row_bytes; b += 64) __builtin_prefetch(kb + b, 0, 3);
+            }
+        }
         const T* kr = k + size_t(j0) * ld;
         int jj = 0;
         for (; jj + kKeys <= nj; jj += kKeys)
@@ -414,24 +429,22 @@ void process_shared(const Ctx& c, const Item& it, float* ts, int kbeg, int kend)
     float* red = ts + c.lay.red;      // [8][kW][kW]
     float* ml = ts + c.lay.ml;        // [lanes][2]
     float corr[kAttnMaxLanes];
-    // Passes of pv_tile over each V row for the widest lane block (see score_tile).
-    const int widest = std::min(n, kMaxBlockHeads);
-    const int chunk = kAccRegs / (widest >= 8 ? 8 : widest >= 4 ? 4 : widest >= 2 ? 2 : 1) * kW;
-    const bool prefetch_v = d > chunk;
     for (int kb = kbeg; kb < kend;) {
-        // A tile never wraps around the ring, so its rows are contiguous.
+        // A tile never wraps around the ring, so its rows are contiguous, and
+        // so are the `ahead` keys of the item from its first on.
         const int slot = kb % a.n_slots;
-        const int nk = std::min({stile, kend - kb, a.n_slots - slot});
+        const int ahead = std::min(kend - kb, a.n_slots - slot);
+        const int nk = std::min(stile, ahead);
         const T* kt = kc + size_t(slot) * ld;
         const T* vt = vc + size_t(slot) * ld;
         for_lane_blocks(n, [&](int h0, int nh) {
             const float* q = qs + size_t(h0) * d_pad;
             float* s = ps + size_t(h0) * stile;
             switch (nh) {
-                case 8: score_tile<8>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
-                case 4: score_tile<4>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
-                case 2: score_tile<2>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
-                default: score_tile<1>(q, d_pad, kt, vt, d, nk, s, stile, red, prefetch_v); break;
+                case 8: score_tile<8>(q, d_pad, kt, vt, d, nk, s, stile, red, h0 == 0, ahead); break;
+                case 4: score_tile<4>(q, d_pad, kt, vt, d, nk, s, stile, red, h0 == 0, ahead); break;
+                case 2: score_tile<2>(q, d_pad, kt, vt, d, nk, s, stile, red, h0 == 0, ahead); break;
+                default: score_tile<1>(q, d_pad, kt, vt, d, nk, s, stile, red, h0 == 0, ahead); break;
             }
         });
         const int nv = (nk + kW - 1) / kW;
