@@ -24,11 +24,13 @@ check "twin: tokenize" test -n "$("$bin" tokenize -m "$twin" "ab")"
 q40=$src/tests/fixtures/gguf/llama-tied.q4_0.gguf
 "$bin" info -m "$q40" --weights native >"$tmp/native.txt" 2>&1
 check "q4_0 twin: --weights native exit code" test $? -eq 0
-check "q4_0 twin: native weights" grep -q "^weights      native" "$tmp/native.txt"
+check "q4_0 twin: native weights, their types named" grep -q "^weights      native (q8, q4), " "$tmp/native.txt"
 check "q4_0 twin: 14 q4 matrices at 0.5625 bytes/weight" grep -q "^  q4 *14 matrices, .* 0.5625 bytes/weight" "$tmp/native.txt"
 check "q4_0 twin: the Q8_0 embedding as q8" grep -q "^  q8 *1 matrices, .* 1.0625 bytes/weight" "$tmp/native.txt"
 "$bin" generate -m "$q40" -p "ab" -n 4 --temp 0 --weights native >"$tmp/native_gen.txt" 2>&1
 check "q4_0 twin: generate with native weights" test $? -eq 0
+"$bin" bench -m "$q40" --weights native -t 1 --pp 4 --tg 2 --reps 1 >"$tmp/bench_native.txt" 2>&1
+check "q4_0 twin: bench names the native types" grep -q "^model .*, weights native (q8, q4) (" "$tmp/bench_native.txt"
 "$bin" bench --synthetic llama-3.2-1b --weights native >"$tmp/syn.txt" 2>&1
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
@@ -58,7 +60,7 @@ done
 check "q5_0 twin: native, q5 and q8 generate the same text" \
     bash -c "cmp -s '$tmp/q50_native.txt' '$tmp/q50_q5.txt' && cmp -s '$tmp/q50_native.txt' '$tmp/q50_q8.txt'"
 "$bin" info -m "$q50" --act-bits 16 >"$tmp/q50_a16.txt" 2>&1
-check "q5_0 twin: --act-bits 16 shown by info" grep -q "^weights      native, .* 16-bit activations" "$tmp/q50_a16.txt"
+check "q5_0 twin: --act-bits 16 shown by info" grep -q "^weights      native (.*), .* 16-bit activations" "$tmp/q50_a16.txt"
 "$bin" generate -m "$q50" -p "ab" -n 8 --temp 0 --act-bits 16 >"$tmp/q50_gen16.txt" 2>/dev/null
 check "q5_0 twin: generate --act-bits 16 printed text" test -s "$tmp/q50_gen16.txt"
 "$bin" info -m "$q50" --act-bits 12 >"$tmp/q50_a12.txt" 2>&1
