@@ -36,6 +36,13 @@ const Tokenizer* model_tokenizer(const Model& model) { return model.tokenizer();
 WeightType model_weight_type(const Model& model) { return model.weight_type(); }
 size_t model_weight_bytes(const Model& model) { return model.weight_bytes(); }
 bool model_native_weights(const Model& model) { return model.native_weights(); }
+std::string model_weights_label(const Model& model) {
+    if (!model.native_weights()) return weight_type_name(model.weight_type());
+    std::string types;
+    for (const WeightTypeUsage& u : model_weight_usage(model))
+        types += (types.empty() ? "" : ", ") + std::string(weight_type_name(u.type));
+    return "native (" + types + ")";
+}
 int model_act_bits(const Model& model) { return model.act_bits(); }
 double model_load_seconds(const Model& model) { return model.load_seconds(); }
 

@@ -736,11 +736,9 @@ slm_status slm_model_load(const char* path, const slm_model_params* params, slm_
         m->chat_format = staticlm::detect_chat_format(path);  // a directory's files, a GGUF's metadata
         const staticlm::ModelConfig& c = staticlm::model_config(*m->model);
         char line[512];
-        std::snprintf(line, sizeof line, "loaded %s: %s, %d layers, vocab %d, %s weights (%.1f MiB) in %.2f s, kernels %s",
+        std::snprintf(line, sizeof line, "loaded %s: %s, %d layers, vocab %d, weights %s (%.1f MiB) in %.2f s, kernels %s",
                       path, c.architecture.c_str(), c.n_layers, c.vocab,
-                      staticlm::model_native_weights(*m->model)
-                          ? "native"
-                          : staticlm::weight_type_name(staticlm::model_weight_type(*m->model)),
+                      staticlm::model_weights_label(*m->model).c_str(),
                       double(staticlm::model_weight_bytes(*m->model)) / 1048576.0,
                       staticlm::model_load_seconds(*m->model), staticlm::kernel_target_name().c_str());
         log(SLM_LOG_INFO, line);

@@ -319,7 +319,7 @@ std::vector<DumpedTensor> dump_intermediates(std::shared_ptr<const Model> model,
         out.push_back(e.info);
     }
     nlohmann::json doc = {{"producer", "staticlm"},
-                          {"weights", weight_type_name(model_weight_type(*model))},
+                          {"weights", model_weights_label(*model)},
                           {"input_ids", std::vector<int>(tokens.begin(), tokens.end())},
                           {"tensors", index}};
     const std::filesystem::path ipath = dir / "index.json";

@@ -40,6 +40,10 @@ const Tokenizer* model_tokenizer(const Model& model);  // null for synthetic mod
 // are in (model_weight_usage has them all).
 WeightType model_weight_type(const Model& model);
 bool model_native_weights(const Model& model);
+// The weights as reports name them: the format every matrix was converted
+// to ("q8"), or for a file kept in its own formats "native (q8, q4k, q6k)":
+// the types its matrices have, in weight_types() order.
+std::string model_weights_label(const Model& model);
 int model_act_bits(const Model& model);  // LoadOptions::act_bits
 size_t model_weight_bytes(const Model& model);
 double model_load_seconds(const Model& model);

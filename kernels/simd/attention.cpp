@@ -313,12 +313,13 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // reads them after the whole tile is scored, and with wide heads in several
 // passes of row strides that the hardware prefetchers do not follow) and the
 // K rows kPrefetchKeys ahead, up to `ahead` keys from the tile's first (the
-// keys of this item that follow contiguously). K and V then come in as one
-// steady stream instead of two that restart every tile.
+// keys of this call's range, [kb, kend), that follow contiguously). K and V
+// then come in as one steady stream instead of two that restart every tile.
 //
-// Measured (Xeon model 207 VM, 2 threads, `bench_kernels
+// Measured (Xeon model 207 VM, avx512-vnni, 2 threads, `bench_kernels
 // --benchmark_filter='^attn_decode/hd(64|128)/q32kv8/ctx16384'`, alternated
-// with a build that prefetched V only for head_dim > 64, 2026-12-04):
+// with the build before, which prefetched V only when a lane block's pv_tile
+// needed several passes: there, for 4-lane items, head_dim > 64, 2026-12-04):
 // d64 f16 14.3 -> 18.3 GB/s, q8 10.8 -> 14.6; d128 f16 15.3 -> 18.3, q8 12.2
 // -> 13.9; 32 or 64 keys ahead was no better than 16 (d64 q8 12.2 and 11.7).
 constexpr int kPrefetchKeys = 16;

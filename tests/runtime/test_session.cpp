@@ -261,6 +261,9 @@ TEST_CASE("--weights native: fused products in different formats give the f32 lo
     lo.native_weights = true;
     auto native = Model::load(d.path, lo);
     CHECK(model_native_weights(*native));
+    // Reports name the types in weight_types() order; a converted model its one type.
+    CHECK(model_weights_label(*native) == "native (f16, f32)");
+    CHECK(model_weights_label(*f32) == "f32");
     CHECK(native->weights().layers[0].q.type == WeightType::f16);
     CHECK(native->weights().layers[0].k.type == WeightType::f32);
     const std::vector<int> ids = {1, 5, 9, 3, 17, 4, 11};

@@ -164,7 +164,7 @@ int cmd_bench_batch(const Args& a) {
                     "\"prefill\": {\"tokens\": %d, \"session_tok_per_s\": %.2f, \"session_sd\": %.2f, "
                     "\"session_tok_per_cpu_s\": %.2f, "
                     "\"batch_session_tok_per_s\": %.2f, \"batch_session_sd\": %.2f}, \"decode\": [",
-                    name.c_str(), weights_label(*model).c_str(), threads,
+                    name.c_str(), model_weights_label(*model).c_str(), threads,
                     kernel_target_name().c_str(), ctx, tg, reps, pp, pps.mean, pps.sd, pp * reps / pp_cpu,
                     ppb.mean, ppb.sd);
         for (size_t i = 0; i < rows.size(); ++i)
@@ -177,7 +177,7 @@ int cmd_bench_batch(const Args& a) {
         return 0;
     }
     std::printf("model %s, weights %s, target %s, %d threads; decode: context %d, %d steps x %d reps\n",
-                name.c_str(), weights_label(*model).c_str(), kernel_target_name().c_str(),
+                name.c_str(), model_weights_label(*model).c_str(), kernel_target_name().c_str(),
                 threads, ctx, tg, reps);
     std::printf("prefill pp%d: Session %.2f ± %.2f tok/s (%.2f tok/CPU-s), BatchSession %.2f ± %.2f tok/s (%.2fx)\n",
                 pp, pps.mean, pps.sd, pp * reps / pp_cpu, ppb.mean, ppb.sd, ppb.mean / pps.mean);

@@ -51,12 +51,13 @@ struct Run {
 // the higher of the two: on a shared VM both vCPUs sometimes land on one host
 // core for seconds (every probe figure halves, measured: read 17.5 GB/s, int8
 // 776 GOPS against 34 and 1500 minutes earlier), and a ratio to that probe
-// means nothing. Moved: either probe's read or arithmetic peak is below 0.8
-// of the other's.
+// means nothing. Moved: either probe's read bandwidth or an arithmetic peak a
+// ratio can use (int8, fp32, AMX int8, AMX bf16) is below 0.8 of the other's.
 MachineCeilings higher_ceilings(const MachineCeilings& a, const MachineCeilings& b, bool& moved) {
     auto apart = [](double x, double y) { return std::min(x, y) < 0.8 * std::max(x, y); };
     moved = apart(a.read_gb_per_s, b.read_gb_per_s) || apart(a.int8_gops, b.int8_gops) ||
-            apart(a.fp32_gflops, b.fp32_gflops);
+            apart(a.fp32_gflops, b.fp32_gflops) || apart(a.amx_int8_gops, b.amx_int8_gops) ||
+            apart(a.amx_bf16_gflops, b.amx_bf16_gflops);
     MachineCeilings c = a;
     c.read_gb_per_s = std::max(a.read_gb_per_s, b.read_gb_per_s);
     c.read_gb_per_s_median = std::max(a.read_gb_per_s_median, b.read_gb_per_s_median);
@@ -233,7 +234,7 @@ int cmd_bench(const Args& a) {
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
                 "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, "
                 "\"ceilings_moved\": %s, \"depth\": %d%s}\n",
-                name.c_str(), weights_label(*model).c_str(), r.threads,
+                name.c_str(), model_weights_label(*model).c_str(), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
@@ -243,8 +244,8 @@ int cmd_bench(const Args& a) {
                 mask_json(r).c_str());
         return 0;
     }
-    std::printf("model %s, weights %s (%.1f MiB)%s, target %s\n", name.c_str(),
-                weights_label(*model).c_str(), double(model_weight_bytes(*model)) / 1048576.0,
+    std::printf("model %s, weights %s, %.1f MiB%s, target %s\n", name.c_str(),
+                model_weights_label(*model).c_str(), double(model_weight_bytes(*model)) / 1048576.0,
                 act_bits == 16 && int8 ? ", 16-bit activations" : "", kernel_target_name().c_str());
     for (const Run& r : runs) {
         std::printf("threads %d: machine read %.1f GB/s, int8 %.0f GOPS, fp32 %.0f GFLOPS", r.threads,

@@ -43,10 +43,6 @@ void check_threads_flag(int threads, const std::string& flag);
 std::shared_ptr<const Model> load_model_from_args(const Args& a);
 // Prints the model's load warnings to stderr ("staticlm: warning: ...").
 void print_model_warnings(const Model& model);
-// The weights as reports name them: the type every matrix was converted to,
-// or for a file kept in its own formats "native (q8, q4k, q6k)": the types
-// its matrices have, in the format list's order.
-std::string weights_label(const Model& model);
 // -c / buckets / --kv / --ring / -t; max-seq defaults to min(2048, the model's
 // trained context) and the buckets to default_*_buckets(max-seq). Warns on
 // stderr when -c exceeds the trained context.

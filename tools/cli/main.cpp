@@ -382,7 +382,7 @@ int cmd_info(const Args& a) {
     for (const WeightTypeUsage& u : model_weight_usage(*model))
         int_formats = int_formats || weight_type_info(u.type).math == WeightMath::int8;
     std::printf("weights      %s, %.1f MiB%s\n",
-                weights_label(*model).c_str(),
+                model_weights_label(*model).c_str(),
                 model_weight_bytes(*model) / 1048576.0,
                 !int_formats ? "" : model_act_bits(*model) == 16 ? ", 16-bit activations" : ", 8-bit activations");
     for (const WeightTypeUsage& u : model_weight_usage(*model))

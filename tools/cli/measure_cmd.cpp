@@ -191,7 +191,7 @@ int cmd_perplexity(const Args& a) {
     const PerplexityResult r = perplexity(model, ids, ctx, settings_from_args(a));
     std::printf("tokens      %d (%d windows of up to %d, %d scored)\n", r.tokens, r.windows, ctx,
                 r.scored);
-    std::printf("weights     %s\n", weights_label(*model).c_str());
+    std::printf("weights     %s\n", model_weights_label(*model).c_str());
     std::printf("mean NLL    %.6f\n", r.mean_nll());
     std::printf("perplexity  %.6f\n", r.perplexity());
     if (!std::isfinite(r.perplexity()))

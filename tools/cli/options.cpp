@@ -116,14 +116,6 @@ void print_model_warnings(const Model& model) {
     for (const std::string& w : model_warnings(model)) std::fprintf(stderr, "staticlm: warning: %s\n", w.c_str());
 }
 
-std::string weights_label(const Model& model) {
-    if (!model_native_weights(model)) return weight_type_name(model_weight_type(model));
-    std::string types;
-    for (const WeightTypeUsage& u : model_weight_usage(model))
-        types += (types.empty() ? "" : ", ") + std::string(weight_type_name(u.type));
-    return "native (" + types + ")";
-}
-
 std::shared_ptr<const Model> load_model_from_args(const Args& a) {
     const int threads = threads_from_args(a);
     if (a.has("synthetic")) {
