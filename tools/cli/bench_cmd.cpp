@@ -154,11 +154,14 @@ int cmd_bench(const Args& a) {
         so.prefill_buckets = {pp};
         so.append_buckets = {pp};  // the pp pass after a depth is one append of pp tokens
         Session session(model, so);
+        // A depth's probe after its passes is the next depth's probe before them.
+        MachineCeilings last_probe;
+        bool have_probe = false;
         for (int depth : depths) {
             Run run;
             run.threads = session.threads();
             run.depth = depth;
-            const MachineCeilings before = measure_ceilings(run.threads);
+            const MachineCeilings before = have_probe ? last_probe : measure_ceilings(run.threads);
 
             std::vector<double> pp_tps, tg_tps;
             const uint64_t shrinks0 = thread_pool_shrinks();
@@ -215,7 +218,9 @@ int cmd_bench(const Args& a) {
             const double kv_bytes = double(session.cache_bytes_per_token()) * (depth + pp + tg / 2.0);
             run.gops = run.prefill.mean * 2.0 * params / 1e9;
             run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
-            run.machine = higher_ceilings(before, measure_ceilings(run.threads), run.ceilings_moved);
+            last_probe = measure_ceilings(run.threads);
+            have_probe = true;
+            run.machine = higher_ceilings(before, last_probe, run.ceilings_moved);
             const double peak = peak_of(run.machine);
             run.r_peak = peak > 0 ? run.gops / peak : 0;
             run.r_bw = run.gbps / run.machine.read_gb_per_s;
