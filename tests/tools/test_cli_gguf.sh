@@ -31,6 +31,11 @@ check "q4_0 twin: the Q8_0 embedding as q8" grep -q "^  q8 *1 matrices, .* 1.062
 check "q4_0 twin: generate with native weights" test $? -eq 0
 "$bin" bench -m "$q40" --weights native -t 1 --pp 4 --tg 2 --reps 1 >"$tmp/bench_native.txt" 2>&1
 check "q4_0 twin: bench names the native types" grep -q "^model .*, weights native (q8, q4), [0-9.]* MiB, target " "$tmp/bench_native.txt"
+# A path with a quote and a backslash stays one JSON string.
+odd="$tmp/a\"b\\c.gguf"
+cp "$q40" "$odd"
+"$bin" bench -m "$odd" -t 1 --pp 4 --tg 2 --reps 1 --json >"$tmp/bench_odd.txt" 2>&1
+check "bench --json escapes the model path" grep -qF '"model": "'"$tmp"'/a\"b\\c.gguf", "weights": "native (q8, q4)"' "$tmp/bench_odd.txt"
 "$bin" bench --synthetic llama-3.2-1b --weights native >"$tmp/syn.txt" 2>&1
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"

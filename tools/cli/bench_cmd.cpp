@@ -239,7 +239,7 @@ int cmd_bench(const Args& a) {
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
                 "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, "
                 "\"ceilings_moved\": %s, \"depth\": %d%s}\n",
-                name.c_str(), model_weights_label(*model).c_str(), r.threads,
+                json_escaped(name).c_str(), model_weights_label(*model).c_str(), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,

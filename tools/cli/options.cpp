@@ -112,6 +112,25 @@ float float_flag(const Args& a, const std::string& name, float fallback, double 
 
 }  // namespace
 
+std::string json_escaped(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += ch;
+        } else if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
 void print_model_warnings(const Model& model) {
     for (const std::string& w : model_warnings(model)) std::fprintf(stderr, "staticlm: warning: %s\n", w.c_str());
 }
