@@ -50,8 +50,8 @@ struct Run {
 // The ceilings are probed before and after a run's passes and each figure is
 // the higher of the two: on a shared VM both vCPUs sometimes land on one host
 // core for seconds (every probe figure halves, measured: read 17.5 GB/s, int8
-// 776 GOPS against 34 and 1500 minutes earlier), and a ratio to that probe
-// means nothing. Moved: either probe's read bandwidth or an arithmetic peak a
+// 776 GOPS, where runs a few minutes earlier probed 34 GB/s and 1500 GOPS),
+// and a ratio to that probe means nothing. Moved: either probe's read bandwidth or an arithmetic peak a
 // ratio can use (int8, fp32, AMX int8, AMX bf16) is below 0.8 of the other's.
 MachineCeilings higher_ceilings(const MachineCeilings& a, const MachineCeilings& b, bool& moved) {
     auto apart = [](double x, double y) { return std::min(x, y) < 0.8 * std::max(x, y); };
