@@ -159,12 +159,12 @@ int cmd_bench_batch(const Args& a) {
     const BatchRow& base = rows.front();
     const Stat pps = stat(pp_session), ppb = stat(pp_batch);
     if (json) {
-        std::printf("{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
+        std::printf("{\"model\": %s, \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", "
                     "\"context\": %d, \"tg\": %d, \"reps\": %d, "
                     "\"prefill\": {\"tokens\": %d, \"session_tok_per_s\": %.2f, \"session_sd\": %.2f, "
                     "\"session_tok_per_cpu_s\": %.2f, "
                     "\"batch_session_tok_per_s\": %.2f, \"batch_session_sd\": %.2f}, \"decode\": [",
-                    json_escaped(name).c_str(), model_weights_label(*model).c_str(), threads,
+                    json_string(name).c_str(), model_weights_label(*model).c_str(), threads,
                     kernel_target_name().c_str(), ctx, tg, reps, pp, pps.mean, pps.sd, pp * reps / pp_cpu,
                     ppb.mean, ppb.sd);
         for (size_t i = 0; i < rows.size(); ++i)

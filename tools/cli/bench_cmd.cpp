@@ -231,7 +231,7 @@ int cmd_bench(const Args& a) {
     if (json) {  // one object per thread count
         for (const Run& r : runs)
             std::printf(
-                "{\"model\": \"%s\", \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", \"act_bits\": %d, "
+                "{\"model\": %s, \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", \"act_bits\": %d, "
                 "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gops\": %.1f, \"ratio_to_peak\": %.3f, \"peak\": \"%s\"}, "
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
@@ -239,7 +239,7 @@ int cmd_bench(const Args& a) {
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
                 "\"amx_int8_gops\": %.1f, \"amx_int8_k32_gops\": %.1f, \"amx_bf16_gflops\": %.1f}, "
                 "\"ceilings_moved\": %s, \"depth\": %d%s}\n",
-                json_escaped(name).c_str(), model_weights_label(*model).c_str(), r.threads,
+                json_string(name).c_str(), model_weights_label(*model).c_str(), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
                 peak_name, tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,

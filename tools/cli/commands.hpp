@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "staticlm/generate.hpp"
@@ -43,9 +44,11 @@ void check_threads_flag(int threads, const std::string& flag);
 std::shared_ptr<const Model> load_model_from_args(const Args& a);
 // Prints the model's load warnings to stderr ("staticlm: warning: ...").
 void print_model_warnings(const Model& model);
-// `text` as the inside of a JSON string: quotes, backslashes and control
-// bytes escaped (a model path may hold any of them); other bytes as they are.
-std::string json_escaped(const std::string& text);
+// Appends `text` as a JSON string, quotes included: quotes, backslashes and
+// control bytes escaped (a token piece or a model path may hold any of them);
+// other bytes as they are.
+void append_json_string(std::string& s, std::string_view text);
+std::string json_string(std::string_view text);
 // -c / buckets / --kv / --ring / -t; max-seq defaults to min(2048, the model's
 // trained context) and the buckets to default_*_buckets(max-seq). Warns on
 // stderr when -c exceeds the trained context.

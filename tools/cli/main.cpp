@@ -120,26 +120,6 @@ struct TokenTexts {
     }
 };
 
-void append_json_string(std::string& s, std::string_view text) {
-    s += '"';
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            s += '\\';
-            s += ch;
-        } else if (c == '\n') {
-            s += "\\n";
-        } else if (c < 0x20) {
-            char esc[8];
-            std::snprintf(esc, sizeof(esc), "\\u%04x", c);
-            s += esc;
-        } else {
-            s += ch;
-        }
-    }
-    s += '"';
-}
-
 void append_logprob(std::string& s, int token, float logprob, const Tokenizer& tok) {
     s += "{\"token\":" + std::to_string(token) + ",\"piece\":";
     append_json_string(s, tok.piece(token));

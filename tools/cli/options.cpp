@@ -112,23 +112,30 @@ float float_flag(const Args& a, const std::string& name, float fallback, double 
 
 }  // namespace
 
-std::string json_escaped(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
+void append_json_string(std::string& s, std::string_view text) {
+    s += '"';
     for (const char ch : text) {
         const auto c = static_cast<unsigned char>(ch);
         if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
+            s += '\\';
+            s += ch;
+        } else if (c == '\n') {
+            s += "\\n";
         } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
+            char esc[8];
+            std::snprintf(esc, sizeof(esc), "\\u%04x", c);
+            s += esc;
         } else {
-            out += ch;
+            s += ch;
         }
     }
-    return out;
+    s += '"';
+}
+
+std::string json_string(std::string_view text) {
+    std::string s;
+    append_json_string(s, text);
+    return s;
 }
 
 void print_model_warnings(const Model& model) {
