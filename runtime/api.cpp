@@ -57,12 +57,6 @@ void for_each_matmul(const Model& model, Fn&& fn) {
 
 }  // namespace
 
-double model_matmul_params(const Model& model) {
-    double n = 0;
-    for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.n) * double(m.k); });
-    return n;
-}
-
 double model_matmul_bytes(const Model& model) {
     double n = 0;
     for_each_matmul(model, [&](const PackedMatrix& m) { n += double(m.bytes); });
@@ -76,8 +70,12 @@ std::vector<WeightTypeUsage> model_weight_usage(const Model& model) {
         for (const WeightEntry& e : model.plan())
             if (e.kind == WeightEntry::Kind::matrix && e.matrix->type == t) {
                 ++u.matrices;
-                u.weights += double(e.n) * double(e.k);
+                const double w = double(e.n) * double(e.k);
+                u.weights += w;
                 u.bytes += double(e.matrix->bytes);
+                if (!e.matmul) continue;
+                const bool head = e.role == WeightRole::embed || e.role == WeightRole::lm_head;
+                (head ? u.macs_per_logits_row : u.macs_per_position) += w;
             }
         if (u.matrices > 0) out.push_back(u);
     }

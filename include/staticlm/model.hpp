@@ -47,18 +47,23 @@ std::string model_weights_label(const Model& model);
 int model_act_bits(const Model& model);  // LoadOptions::act_bits
 size_t model_weight_bytes(const Model& model);
 double model_load_seconds(const Model& model);
-// Multiply-adds of one token through every matmul (embedding lookups excluded,
-// the output head included), and the packed bytes those matmuls read.
-double model_matmul_params(const Model& model);
+// The packed bytes of every matmul's weights (embedding lookups excluded, the
+// output head included): what one decode step reads.
 double model_matmul_bytes(const Model& model);
 // The model's matrices by weight format, in format order (only formats it
 // uses): how many, their weights (rows × columns, padding excluded) and the
-// bytes they take in memory. A tied head is counted once.
+// bytes they take in memory. A tied head is counted once. The multiply-adds
+// its matmuls do split by where they run: per position (every matmul of the
+// layers, and model-level ones such as Gemma 4's per-layer projection) and
+// per logits row (the output head, tied or not: a prefill without all_logits
+// runs it for its last position only). Lookup tables do neither.
 struct WeightTypeUsage {
     WeightType type;
     int matrices = 0;
     double weights = 0;
     double bytes = 0;
+    double macs_per_position = 0;
+    double macs_per_logits_row = 0;
 };
 std::vector<WeightTypeUsage> model_weight_usage(const Model& model);
 

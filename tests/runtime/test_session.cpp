@@ -233,6 +233,22 @@ TEST_CASE("model_weight_usage: matrices, weights and bytes per format (q4 keeps 
     // panels × 3 groups; o has k 64 (2 groups), down k 136 (5 groups), 5 panels.
     const double panels = (4 * 3 + 2 * 3 + 2 * 3 + 5 * 2 + 9 * 3 * 2 + 5 * 5) * 288.0;
     CHECK(u[1].bytes == 2 * panels);
+    // Work: the layers' matrices per position; the untied head per logits row;
+    // the embedding table is a lookup (no multiply-adds).
+    CHECK(u[0].macs_per_position == 0);
+    CHECK(u[0].macs_per_logits_row == 320.0 * 72);
+    CHECK(u[1].macs_per_position == 2 * per_layer);
+    CHECK(u[1].macs_per_logits_row == 0);
+}
+
+TEST_CASE("model_weight_usage: a tied embedding is the head's work, once per logits row") {
+    // llama-tied: hidden 64, 2 layers of 4 heads (4 kv) of 16, ffn 160, vocab 256.
+    auto m = load(test::fixtures_dir() / "llama-tied", WeightType::q8);
+    const std::vector<WeightTypeUsage> u = model_weight_usage(*m);
+    REQUIRE(u.size() == 1);
+    CHECK(u[0].matrices == 1 + 2 * 7);
+    CHECK(u[0].macs_per_logits_row == 256.0 * 64);
+    CHECK(u[0].macs_per_position == 2 * (4 * 64.0 * 64 + 3 * 160.0 * 64));
 }
 
 TEST_CASE("--weights native: fused products in different formats give the f32 logits") {

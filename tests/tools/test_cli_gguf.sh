@@ -36,6 +36,16 @@ odd="$tmp/a\"b\\c.gguf"
 cp "$q40" "$odd"
 "$bin" bench -m "$odd" -t 1 --pp 4 --tg 2 --reps 1 --json >"$tmp/bench_odd.txt" 2>&1
 check "bench --json escapes the model path" grep -qF '"model": "'"$tmp"'/a\"b\\c.gguf", "weights": "native (q8, q4)"' "$tmp/bench_odd.txt"
+# Prefill work: the twin's layers per position (2 × (4·64·64 + 3·160·64) =
+# 94208 multiply-adds), its tied head once per pass (256·64 = 16384, the last
+# position's logits): 2 × (4 × 94208 + 16384) / 4 = 196608 ops per token.
+ops=$(sed -n 's/.*"tok_per_s": \([0-9.]*\), "tok_per_s_sd": [0-9.]*, "gops": \([0-9.]*\),.*/\2e9 \/ \1/p' "$tmp/bench_odd.txt" | head -1)
+check "bench: prefill ops per token count the head once per pass" \
+    awk "BEGIN { r = ($ops) / 196608; exit !(r > 0.999 && r < 1.001) }"
+# A native mix of int8 and float formats (this Qwen2 twin keeps two F16
+# matrices) is held to both peaks, each format's work at its own.
+"$bin" bench -m "$src/tests/fixtures/gguf/qwen2-tied.q8_0.gguf" -t 1 --pp 4 --tg 2 --reps 1 --json >"$tmp/bench_mix.txt" 2>&1
+check "bench: a q8 + f16 mix names both peaks" grep -qE '"peak": "(AMX )?int8 \+ fp32"' "$tmp/bench_mix.txt"
 "$bin" bench --synthetic llama-3.2-1b --weights native >"$tmp/syn.txt" 2>&1
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"

@@ -2,6 +2,7 @@
 // separately and repeated, with effective GB/s (decode) and GOPS (prefill) and
 // their ratio to this machine's ceilings measured by the same binary.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -122,19 +123,41 @@ int cmd_bench(const Args& a) {
     }
     ConstraintCursor cursor(c.vocab);
     std::vector<float> masked(size_t(c.vocab));
-    // The ratio of prefill is to the peak of the arithmetic the format's matmul
-    // uses: AMX tiles for q8 and bf16 on the avx512-amx target, else int8 dot
-    // products (vpdpbusd) or fp32 FMA.
-    const WeightType wtype = model_weight_type(*model);
-    const bool int8 = weight_type_info(wtype).math == WeightMath::int8;
+    // The ratio of prefill is to the peak of the arithmetic each format's
+    // matmul uses: AMX tiles for q8 and bf16 on the avx512-amx target, else
+    // int8 dot products (vpdpbusd) or fp32 FMA. A native mix of formats is
+    // held to the peak its work would reach if each part ran at its own:
+    // total ops / Σ (ops of a format / that format's peak).
     const bool amx = kernel_target_name() == "avx512-amx";
     const int act_bits = model_act_bits(*model);
-    const bool amx_int8 = amx && wtype == WeightType::q8 && act_bits == 8;  // 16-bit: on VNNI
-    const bool amx_bf16 = amx && wtype == WeightType::bf16;
-    const char* peak_name = amx_int8 ? "AMX int8" : amx_bf16 ? "AMX bf16" : int8 ? "int8" : "fp32";
-    auto peak_of = [&](const MachineCeilings& m) {
-        return amx_int8 ? m.amx_int8_gops : amx_bf16 ? m.amx_bf16_gflops : int8 ? m.int8_gops : m.fp32_gflops;
+    enum Peak { kAmxInt8, kAmxBf16, kInt8, kFp32, kPeaks };
+    static constexpr const char* kPeakNames[kPeaks] = {"AMX int8", "AMX bf16", "int8", "fp32"};
+    auto peak_kind = [&](WeightType t) {
+        if (amx && t == WeightType::q8 && act_bits == 8) return kAmxInt8;  // 16-bit: on VNNI
+        if (amx && t == WeightType::bf16) return kAmxBf16;
+        return weight_type_info(t).math == WeightMath::int8 ? kInt8 : kFp32;
     };
+    auto peak_of = [](const MachineCeilings& m, Peak p) {
+        const double v[kPeaks] = {m.amx_int8_gops, m.amx_bf16_gflops, m.int8_gops, m.fp32_gflops};
+        return v[p];
+    };
+    // Multiply-adds of a prefill pass of pp positions by peak: every matmul
+    // per position, the head per logits row (the last position's, unless the
+    // session keeps all logits).
+    const std::vector<WeightTypeUsage> usage = model_weight_usage(*model);
+    auto pass_macs = [&](bool all_logits) {
+        std::array<double, kPeaks> macs{};
+        for (const WeightTypeUsage& u : usage)
+            macs[peak_kind(u.type)] += pp * u.macs_per_position + (all_logits ? pp : 1) * u.macs_per_logits_row;
+        return macs;
+    };
+    bool used[kPeaks] = {};
+    for (const WeightTypeUsage& u : usage)
+        if (u.macs_per_position > 0 || u.macs_per_logits_row > 0) used[peak_kind(u.type)] = true;
+    std::string peak_name;  // "int8", or a mix's "AMX int8 + int8"
+    for (int p = 0; p < kPeaks; ++p)
+        if (used[p]) peak_name += (peak_name.empty() ? "" : " + ") + std::string(kPeakNames[p]);
+    const bool int8 = weight_type_info(model_weight_type(*model)).math == WeightMath::int8;
 
     // Deterministic token ids spread over the vocabulary.
     const int depth_max = *std::max_element(depths.begin(), depths.end());
@@ -143,10 +166,8 @@ int cmd_bench(const Args& a) {
     const std::span<const int> filler(prompt.data(), size_t(depth_max));  // the depth's tokens
     const std::span<const int> pass(prompt.data() + depth_max, size_t(pp));
 
-    // Work per token: 2 ops per weight of every matmul (embedding lookups excluded),
-    // and the bytes decode reads per token: all matmul weights + the K/V of the
+    // Bytes decode reads per token: all matmul weights + the K/V of the
     // average context (depth + pp + tg/2).
-    const double params = model_matmul_params(*model);
     std::vector<Run> runs;
     for (int requested : thread_list) {
         SessionOptions so = session_options_from_args(a.with("threads", std::to_string(requested)), c);
@@ -216,13 +237,23 @@ int cmd_bench(const Args& a) {
             run.prefill = mean_sd(pp_tps);
             run.decode = mean_sd(tg_tps);
             const double kv_bytes = double(session.cache_bytes_per_token()) * (depth + pp + tg / 2.0);
-            run.gops = run.prefill.mean * 2.0 * params / 1e9;
+            const std::array<double, kPeaks> macs = pass_macs(session.options().all_logits);
+            const double pass_ops = 2.0 * std::accumulate(macs.begin(), macs.end(), 0.0);
+            run.gops = run.prefill.mean / pp * pass_ops / 1e9;
             run.gbps = run.decode.mean * (model_matmul_bytes(*model) + kv_bytes) / 1e9;
             last_probe = measure_ceilings(run.threads);
             have_probe = true;
             run.machine = higher_ceilings(before, last_probe, run.ceilings_moved);
-            const double peak = peak_of(run.machine);
-            run.r_peak = peak > 0 ? run.gops / peak : 0;
+            // Seconds per pass at the peaks, against the pass's measured seconds.
+            double peak_s = 0;
+            bool have_peaks = true;
+            for (int p = 0; p < kPeaks; ++p) {
+                if (macs[p] == 0) continue;
+                const double peak = peak_of(run.machine, Peak(p));
+                have_peaks = have_peaks && peak > 0;
+                if (peak > 0) peak_s += 2.0 * macs[p] / (peak * 1e9);
+            }
+            run.r_peak = have_peaks && pass_ops > 0 ? peak_s * run.prefill.mean / pp : 0;
             run.r_bw = run.gbps / run.machine.read_gb_per_s;
             runs.push_back(run);
         }
@@ -233,7 +264,7 @@ int cmd_bench(const Args& a) {
             std::printf(
                 "{\"model\": %s, \"weights\": \"%s\", \"threads\": %d, \"target\": \"%s\", \"act_bits\": %d, "
                 "\"prefill\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
-                "\"gops\": %.1f, \"ratio_to_peak\": %.3f, \"peak\": \"%s\"}, "
+                "\"gops\": %.4f, \"ratio_to_peak\": %.3f, \"peak\": \"%s\"}, "
                 "\"decode\": {\"tokens\": %d, \"tok_per_s\": %.2f, \"tok_per_s_sd\": %.2f, "
                 "\"gb_per_s\": %.2f, \"ratio_to_bandwidth\": %.3f}, \"pool_shrinks\": %llu, "
                 "\"machine\": {\"read_gb_per_s\": %.2f, \"int8_gops\": %.1f, \"fp32_gflops\": %.1f, "
@@ -241,7 +272,7 @@ int cmd_bench(const Args& a) {
                 "\"ceilings_moved\": %s, \"depth\": %d%s}\n",
                 json_string(name).c_str(), model_weights_label(*model).c_str(), r.threads,
                 kernel_target_name().c_str(), act_bits, pp, r.prefill.mean, r.prefill.sd, r.gops, r.r_peak,
-                peak_name, tg,
+                peak_name.c_str(), tg,
                 r.decode.mean, r.decode.sd, r.gbps, r.r_bw, (unsigned long long)r.pool_shrinks,
                 r.machine.read_gb_per_s,
                 r.machine.int8_gops, r.machine.fp32_gflops, r.machine.amx_int8_gops,
@@ -261,7 +292,7 @@ int cmd_bench(const Args& a) {
         std::printf("\n");
         const std::string at = r.depth ? " @ d" + std::to_string(r.depth) : "";
         std::printf("  pp%-5d%s %8.2f ± %6.2f tok/s  %7.1f GOPS  %5.1f%% of %s peak%s\n", pp, at.c_str(),
-                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name,
+                    r.prefill.mean, r.prefill.sd, r.gops, 100 * r.r_peak, peak_name.c_str(),
                     r.depth ? " (matmuls only)" : "");
         std::printf("  tg%-5d%s %8.2f ± %6.2f tok/s  %7.1f GB/s  %5.1f%% of read bandwidth\n", tg, at.c_str(),
                     r.decode.mean, r.decode.sd, r.gbps, 100 * r.r_bw);
