@@ -49,6 +49,13 @@ check "bench: a q8 + f16 mix names both peaks" grep -qE '"peak": "(AMX )?int8 \+
 "$bin" bench --synthetic llama-3.2-1b --weights native >"$tmp/syn.txt" 2>&1
 check "native with --synthetic: usage error (exit 2)" test $? -eq 2
 check "native with --synthetic: says it needs -m" grep -q "native keeps a file's formats: it needs -m FILE" "$tmp/syn.txt"
+# The fuzz seed of the four low-bit GGUF types (tools/fixtures/make_fuzz_gguf_lowbit.py):
+# every matrix stays in its type, and the model runs.
+lowbit=$src/fuzz/corpus/gguf/tiny_llama_lowbit.gguf
+"$bin" info -m "$lowbit" >"$tmp/lowbit.txt" 2>&1
+check "low-bit seed: info names the four native types" grep -q "^weights      native (iq4nl, q3k, iq4xs, q2k), " "$tmp/lowbit.txt"
+"$bin" generate -m "$lowbit" -p "ab" -n 4 --temp 0 >"$tmp/lowbit_gen.txt" 2>&1
+check "low-bit seed: generate exit code" test $? -eq 0
 "$bin" info -m "$q40" --weights q3 >"$tmp/q3.txt" 2>&1
 check "--weights q3: usage error naming the choices" grep -q "must be q8, f16, bf16, f32, q4, q5, q4k, q6k, q5k, q4a, q5a, iq4nl, q3k, iq4xs, q2k, or native, got 'q3'" "$tmp/q3.txt"
 
