@@ -89,7 +89,9 @@ TEST_CASE("--weights native: the format each GGML type loads into") {
         {GgmlType::q4_k, "q4k"}, {GgmlType::q5_k, "q5k"}, {GgmlType::q6_k, "q6k"},  {GgmlType::q2_k, "q2k"},
         {GgmlType::q3_k, "q3k"}, {GgmlType::iq4_nl, "iq4nl"}, {GgmlType::iq4_xs, "iq4xs"},
     };
-    for (const auto& [g, name] : want) {
+    for (const auto& entry : want) {
+        const GgmlType g = entry.first;  // not a structured binding: CHECK's lambda captures it (clang 14)
+        const char* name = entry.second;
         CAPTURE(std::string(ggml_type_name(g)));
         CHECK(std::string(weight_type_name(gguf_native_type(g))) == name);
         // A format holds the type it is native for exactly, unless it is a float (dequantized exactly).

@@ -602,9 +602,10 @@ TEST_CASE("gguf: Q4_0 and Q5_0 tensors load into q4 and q5 bit for bit (--weight
     // llama-tied.q4_0.gguf, llama-tied.q5_0.gguf: llama-tied.gguf through
     // tools/quality/requant.py (gguf-py 0.19.0): Q4_0 or Q5_0 matrices, the
     // token embedding Q8_0.
-    for (const auto& [file_name, ggml, type] : {std::tuple{"llama-tied.q4_0.gguf", GgmlType::q4_0, WeightType::q4},
-                                                std::tuple{"llama-tied.q5_0.gguf", GgmlType::q5_0, WeightType::q5}})
+    for (const auto& [file_name_, ggml, type] : {std::tuple{"llama-tied.q4_0.gguf", GgmlType::q4_0, WeightType::q4},
+                                                 std::tuple{"llama-tied.q5_0.gguf", GgmlType::q5_0, WeightType::q5}})
     for (const bool native : {false, true}) {
+        const char* file_name = file_name_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         const fs::path file = kGgufFixtures / file_name;
         const GgufFile f(file);
         CAPTURE(file_name);
@@ -625,7 +626,8 @@ TEST_CASE("gguf: Q4_0 and Q5_0 tensors load into q4 and q5 bit for bit (--weight
                 {"ffn_gate.weight", &w.layers[size_t(il)].gate}, {"ffn_up.weight", &w.layers[size_t(il)].up},
                 {"ffn_down.weight", &w.layers[size_t(il)].down}, {"attn_output.weight", &w.layers[size_t(il)].o},
                 {"attn_v.weight", &w.layers[size_t(il)].v}};
-            for (const auto& [name, pm] : mats) {
+            for (const auto& [name_, pm] : mats) {
+                const auto& name = name_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
                 INFO(blk << name);
                 const GgufTensor& t = f.tensor(blk + name);
                 REQUIRE(t.type == ggml);

@@ -274,8 +274,9 @@ TEST_CASE("gguf twins' vocabularies: byte-level BPE as tokenizers, SentencePiece
     }
     // Gemma 4 twins ("gemma4" vocabularies with merges) against their tokenizer.json.
     const json corpus = read_json(fixtures_dir() / "tokenizers" / "expected_ids.json");
-    for (const auto& [twin, json_dir] : {std::pair{"gemma4-keqv-causal.gguf", "gemma_bpe_320"},
-                                         std::pair{"gemma4-e2b-like-causal.gguf", "gemma_bpe_256"}}) {
+    for (const auto& [twin_, json_dir] : {std::pair{"gemma4-keqv-causal.gguf", "gemma_bpe_320"},
+                                          std::pair{"gemma4-e2b-like-causal.gguf", "gemma_bpe_256"}}) {
+        const char* twin = twin_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         INFO("twin " << std::string(twin));
         const GgufFile f(dir / twin);
         auto tok = load_gguf_tokenizer(f);

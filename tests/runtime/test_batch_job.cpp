@@ -379,7 +379,8 @@ TEST_CASE("batch job on stories260K: texts equal generate() alone; an interrupte
     }
     const auto resumed = results_by_id(out2);
     REQUIRE(resumed.size() == 25);
-    for (const auto& [id, j] : full) {
+    for (const auto& [id_, j] : full) {
+        const std::string& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         CHECK(resumed.at(id)["finish_reason"] == j["finish_reason"]);
         if (j.contains("text")) CHECK_MESSAGE(resumed.at(id)["text"] == j["text"], id);
     }
@@ -397,8 +398,10 @@ TEST_CASE("batch job on stories260K: texts equal generate() alone; an interrupte
     merge_results(in, files, dir / "merged.jsonl");
     const auto merged = results_by_id(dir / "merged.jsonl");
     REQUIRE(merged.size() == 25);
-    for (const auto& [id, j] : full)
+    for (const auto& [id_, j] : full) {
+        const std::string& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         if (j.contains("text")) CHECK_MESSAGE(merged.at(id)["text"] == j["text"], id);
+    }
 }
 
 TEST_CASE("batch requests: logprobs, score and choices, and their bad lines") {
@@ -491,7 +494,8 @@ TEST_CASE("batch logprobs and scores on stories260K: equal to generate() and sco
     const auto bat_r = results_by_id(dir / "bat.jsonl");
     const auto mer_r = results_by_id(dir / "merged.jsonl");
     REQUIRE(seq_r.size() == 17);
-    for (const auto& [id, j] : seq_r) {
+    for (const auto& [id_, j] : seq_r) {
+        const std::string& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         INFO(id);
         nlohmann::json a = j, b = bat_r.at(id), m = mer_r.at(id);
         for (nlohmann::json* x : {&a, &b, &m}) x->erase("timing");

@@ -257,7 +257,8 @@ TEST_CASE("chat template markers: the SmolLM3, Granite and Phi templates find th
         {"microsoft-Phi-3.5-mini-instruct.jinja", phi3},
         {"microsoft-Phi-4-mini-instruct.jinja", phi3},
     };
-    for (const auto& [file, format] : own) {
+    for (const auto& [file_, format] : own) {
+        const auto& file = file_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         INFO(file);
         CHECK(chat_format_from_template(read_text(chat_dir() / file)) == format);
     }
@@ -271,7 +272,8 @@ TEST_CASE("chat template markers: the SmolLM3, Granite and Phi templates find th
         {"mistralai-Mistral-7B-Instruct-v0.2.jinja", chat_format_by_name("mistral")},
         {"mistralai-Mistral-7B-Instruct-v0.2-pre-v1.jinja", chat_format_by_name("mistral")},
     };
-    for (const auto& [file, format] : older) {
+    for (const auto& [file_, format] : older) {
+        const auto& file = file_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         const std::string text = read_text(chat_dir() / file);
         for (ChatFormat f : {smollm3, granite, phi3}) {
             INFO(file, " ", chat_format_name(f));

@@ -108,7 +108,8 @@ void check_same(const std::map<std::string, json>& a, const std::map<std::string
     INFO(what);
     REQUIRE(a.size() == b.size());
     int differ = 0;
-    for (const auto& [id, j] : a) {
+    for (const auto& [id_, j] : a) {
+        const auto& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         INFO(id);
         REQUIRE(b.count(id) == 1);
         if (j != b.at(id)) ++differ;
@@ -349,7 +350,8 @@ TEST_CASE("prefix sharing on ring caches (sliding window), many threads: the eng
     CHECK(c1.prefixes - c0.prefixes == 1);
     CHECK(c1.shared_positions - c0.shared_positions > 200);
     REQUIRE(got.size() == ref.size());
-    for (const auto& [tag, o] : ref) {
+    for (const auto& [tag_, o] : ref) {
+        const auto& tag = tag_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
         INFO("request " << tag);
         const EngineOutcome& g = got.at(tag);
         CHECK_FALSE(o.failed);

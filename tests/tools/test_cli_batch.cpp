@@ -227,7 +227,10 @@ TEST_CASE("batch: 200 prompts equal staticlm generate alone; 3 shards, one kille
                 dir / "merge_err.txt") == 0);
     const auto merged = results(base);  // the shards' --output names the merged file
     CHECK(merged.size() == 200);
-    for (const auto& [id, j] : full) CHECK_MESSAGE(merged.at(id)["text"] == j["text"], id);
+    for (const auto& [id_, j] : full) {
+        const std::string& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
+        CHECK_MESSAGE(merged.at(id)["text"] == j["text"], id);
+    }
     // Shard files hold disjoint ids that together are all of them.
     std::set<std::string> seen;
     for (int i = 0; i < 3; ++i)
@@ -523,7 +526,10 @@ TEST_CASE("batch: OpenAI batch files in, --format openai out, resumed and sharde
     REQUIRE(run(batch_args(in, dir / "c.jsonl", {"--format", "openai"}), "", "", err) == 0);
     const auto rc = openai_results(dir / "c.jsonl");
     CHECK(rc.size() == 60);
-    for (const auto& [id, j] : ra) CHECK_MESSAGE(rc.at(id)["digest"] == j["digest"], id);
+    for (const auto& [id_, j] : ra) {
+        const std::string& id = id_;  // names, not bindings: INFO/CHECK lambdas capture them (clang 14)
+        CHECK_MESSAGE(rc.at(id)["digest"] == j["digest"], id);
+    }
     // One shape per file: a native run does not append to it.
     CHECK(run(batch_args(in, dir / "c.jsonl"), "", "", err) == 1);
     CHECK(read_file(err).find("is in --format openai and this run writes --format native") != std::string::npos);
