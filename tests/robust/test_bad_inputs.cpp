@@ -841,6 +841,13 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             {"post_processor id of <s> is not a token id (2.5)"}, [=] { load_tokenizer(post); });
     }
     {
+        // Found by fuzz_json: a number beyond a double is nlohmann's
+        // out_of_range, not a parse_error; it escaped the loader uncaught.
+        const fs::path d = dirs.tokenizer_json_text(R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "a": 2e+308})");
+        row("tokenizer.json number beyond a double (fuzz)", ErrorKind::format,
+            {"tokenizer.json", "unreadable JSON", "number overflow"}, [=] { load_tokenizer(d); });
+    }
+    {
         const fs::path d = dirs.tokenizer_json([](json& j) { j["added_tokens"][0]["id"] = 100000; });
         row("tokenizer.json added token id beyond the vocab", ErrorKind::format,
             {"added token \"<|begin_of_text|>\" has id 100000", "[0, 302)"}, [=] { load_tokenizer(d); });
