@@ -640,6 +640,10 @@ void JsonTokenizer::init_chunking() {
         }
     }
     if (!boundary) {
+        // A space image that is no token is dropped from the word (no unk, no
+        // byte fallback) or becomes a symbol no piece spells; either way the
+        // letters around it could meet in one merge, so no cut is exact.
+        if (vocab_.get(space) < 0) return;
         for (const std::string& piece : id_to_piece_) chunk_.forbid_before(piece, space);
         for (char c = 'A'; c <= 'z'; ++c)
             if (vocab_.get(std::string_view(&c, 1)) < 0)

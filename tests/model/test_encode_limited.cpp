@@ -77,6 +77,17 @@ const std::vector<Named>& tokenizers() {
             {"bytelevel_bpe.json", load_tokenizer_json(fuzz / "bytelevel_bpe.json", {}), true});
         out.push_back({"sp_bpe_bytefallback.json",
                        load_tokenizer_json(fuzz / "sp_bpe_bytefallback.json", {}), true});
+        // Found by fuzz_tokenizer_json: the byte-level seed without its
+        // pre-tokenizer. " " is then no token and drops out of the one BPE
+        // word, so "Hello world" merges o+w across the space: no cut is exact.
+        {
+            static const TempDir dir;
+            auto j = nlohmann::json::parse(read_bytes(fuzz / "bytelevel_bpe.json"));
+            j["pre_tokenizer"] = nullptr;
+            std::ofstream(dir / "tokenizer.json") << j.dump();
+            out.push_back({"bytelevel_bpe.json without a pre-tokenizer",
+                           load_tokenizer_json(dir / "tokenizer.json", {}), false});
+        }
         if (have_shared_data("encode_limited on the real tokenizers")) {
             const fs::path d = shared_data();
             out.push_back({"llama2",
