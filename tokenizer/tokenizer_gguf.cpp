@@ -328,6 +328,10 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufVocab& v) {
     const bool add_eos = v.add_eos > 0;
     if (add_bos && t->bos_id_ >= 0) t->prefix_ids_.push_back(t->bos_id_);
     if (add_eos && t->eos_id_ >= 0) t->suffix_ids_.push_back(t->eos_id_);
+    // The pipeline is a tokenizer.json one, so the same rule decides where
+    // encode_limited may cut (before this, GGUF vocabularies never cut: a
+    // 10 MB prompt was encoded whole before the budget was checked).
+    t->init_chunking();
     return t;
 }
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "model/gguf.hpp"
 #include "tests/model/st_writer.hpp"
 #include "tests/support.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -88,6 +89,14 @@ const std::vector<Named>& tokenizers() {
             out.push_back({"bytelevel_bpe.json without a pre-tokenizer",
                            load_tokenizer_json(dir / "tokenizer.json", {}), false});
         }
+        // GGUF vocabularies (tokenizer/tokenizer_gguf.cpp) build the same
+        // pipelines: SentencePiece-style (llama), Gemma 4's, and gpt2 with the
+        // llama-bpe and qwen2 pre-tokenizers.
+        for (const char* f : {"llama-tied.gguf", "gemma3-4b-like-causal.gguf", "gemma4-e2b-like-causal.gguf",
+                              "llama-mqa-3layer.gguf", "qwen2-tied.gguf"})
+            out.push_back({std::string(f), load_gguf_tokenizer(GgufFile(fixtures_dir() / "gguf" / f)), true});
+        if (have_gemma3_gguf())
+            out.push_back({"gemma-3-270m-q4_k_m.gguf", load_gguf_tokenizer(GgufFile(gemma3_gguf())), true});
         if (have_shared_data("encode_limited on the real tokenizers")) {
             const fs::path d = shared_data();
             out.push_back({"llama2",
