@@ -163,6 +163,34 @@ TEST_CASE("encode_limited: a 10 MB prompt against a 2048-token budget stops earl
                  ErrorKind::input, {"invalid UTF-8", "byte " + std::to_string(text.size())});
 }
 
+// Found in review: with Prepend, every segment between raw added tokens gets
+// its own "▁", so a raw token that ends or starts with a letter next to a cut
+// changes the segments ("Hel" [lo] " world": "▁▁world" whole, "▁world" cut).
+TEST_CASE("encode_limited: with Prepend, a raw added token with a letter at either end disables cuts") {
+    const fs::path fuzz = source_dir() / "fuzz" / "corpus" / "tokenizer_json";
+    std::string text;
+    while (text.size() < 5000) text += "Hello world, the quick brown fox jumps over the lazy dog. ";
+    for (const char* added : {"lo", "qu", "<x>"}) {
+        INFO("raw added token " << std::string(added));
+        auto j = nlohmann::json::parse(read_bytes(fuzz / "sp_bpe_bytefallback.json"));
+        j["normalizer"] = {{"type", "Sequence"},
+                           {"normalizers",
+                            {{{"type", "Prepend"}, {"prepend", "\xe2\x96\x81"}},
+                             {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xe2\x96\x81"}}}}};
+        int next_id = 0;
+        for (const auto& [piece, id] : j["model"]["vocab"].items()) next_id = std::max(next_id, id.get<int>() + 1);
+        for (const auto& a : j["added_tokens"]) next_id = std::max(next_id, a["id"].get<int>() + 1);
+        j["added_tokens"].push_back({{"id", next_id}, {"content", added}, {"special", false}, {"normalized", false}});
+        TempDir dir;
+        write_file(dir.path / "t.json", j.dump());
+        const auto tok = load_tokenizer_json(dir.path / "t.json", {});
+        const auto* jt = dynamic_cast<const tokjson::JsonTokenizer*>(tok.get());
+        REQUIRE(jt);
+        CHECK(jt->chunk_rule().enabled == (std::string(added) == "<x>"));
+        CHECK(tok->encode_limited(text, true, std::numeric_limits<size_t>::max(), 50) == tok->encode(text, true));
+    }
+}
+
 TEST_CASE(
     "encode_limited: no cut inside an added token, a raw space in an added token disables cuts") {
     const fs::path fuzz = source_dir() / "fuzz" / "corpus" / "tokenizer_json";
