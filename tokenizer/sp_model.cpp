@@ -169,24 +169,42 @@ std::string check_charsmap(std::string_view blob, bool& touches_ascii) {
 
 SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string& file) {
     SpModelFacts facts;
-    uint64_t model_type = 1;                // UNIGRAM unless the trainer spec says otherwise
+    int32_t model_type = 1;                 // UNIGRAM unless the trainer spec says otherwise
     std::string_view charsmap, decharsmap;  // protobuf: the last occurrence wins (messages merge)
     std::unordered_map<std::string_view, size_t> seen;
     Wire model{proto};
     uint32_t number = 0, wire = 0;
     uint64_t value = 0;
     std::string_view bytes;
+    // Every byte is read: a group (which protobuf would skip, and which no
+    // ModelProto has) or a cut-short field could otherwise hide pieces or
+    // flags from these checks while the library still loads them.
+    auto unreadable = [&](const Wire& w, const char* what) {
+        if (!w.ok)
+            throw Error(ErrorKind::format, file + ": not a SentencePiece model: unreadable protobuf field in " + what +
+                                               " (a group or a field cut short), message at byte " +
+                                               std::to_string(model.at));
+    };
+    // An enum field as protobuf stores it: the varint cut to int32, values
+    // outside the enum ignored (the field keeps its earlier value).
+    auto enum_value = [](uint64_t v, int32_t lo, int32_t hi, int32_t& out) {
+        const auto e = static_cast<int32_t>(static_cast<uint32_t>(v));
+        if (e >= lo && e <= hi) out = e;
+    };
     while (!model.done() && model.field(number, wire, value, bytes)) {
         if (wire != 2) continue;
         Wire sub{bytes};
         uint32_t n2 = 0, w2 = 0;
         uint64_t v2 = 0;
         std::string_view b2;
-        if (number == 1) {  // pieces: SentencePiece.piece = 1 (the last one wins)
+        if (number == 1) {  // pieces: SentencePiece.piece = 1, .type = 3 (the last one wins)
             std::string_view piece;
-            while (!sub.done() && sub.field(n2, w2, v2, b2))
+            int32_t type = kSpPieceNormal;
+            while (!sub.done() && sub.field(n2, w2, v2, b2)) {
                 if (n2 == 1 && w2 == 2) piece = b2;
-            if (!sub.ok) return facts;  // the library reports the parse error
+                if (n2 == 3 && w2 == 0) enum_value(v2, 1, 6, type);
+            }
+            unreadable(sub, "a piece");
             const size_t index = facts.pieces.size();
             const std::string where = file + ": piece " + std::to_string(index);
             if (piece.empty()) throw Error(ErrorKind::format, where + " is empty");
@@ -197,12 +215,14 @@ SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string
                 throw Error(ErrorKind::format,
                             where + " repeats piece " + std::to_string(it->second));
             facts.pieces.push_back(piece);
+            facts.piece_types.push_back(uint8_t(type));
         } else if (number == 2) {  // TrainerSpec
             while (!sub.done() && sub.field(n2, w2, v2, b2)) {
                 if (w2 != 0) continue;
-                if (n2 == 3 && v2 >= 1 && v2 <= 4) model_type = v2;
+                if (n2 == 3) enum_value(v2, 1, 4, model_type);
                 if (n2 == 24) facts.treat_whitespace_as_suffix = v2 != 0;
             }
+            unreadable(sub, "trainer_spec");
         } else if (number == 3) {  // NormalizerSpec
             while (!sub.done() && sub.field(n2, w2, v2, b2)) {
                 if (n2 == 2 && w2 == 2) charsmap = b2;
@@ -211,11 +231,14 @@ SpModelFacts check_sentencepiece_model(std::string_view proto, const std::string
                 if (n2 == 4) facts.remove_extra_whitespaces = v2 != 0;
                 if (n2 == 5) facts.escape_whitespaces = v2 != 0;
             }
+            unreadable(sub, "normalizer_spec");
         } else if (number == 5) {  // denormalizer_spec: a NormalizerSpec used by decode
             while (!sub.done() && sub.field(n2, w2, v2, b2))
                 if (n2 == 2 && w2 == 2) decharsmap = b2;
+            unreadable(sub, "denormalizer_spec");
         }
     }
+    unreadable(model, "the model");
     facts.bpe = model_type == 2;
     bool ascii = false;
     if (const std::string why = check_charsmap(charsmap, ascii); !why.empty())

@@ -1,6 +1,7 @@
 // SentencePiece tokenizer (tokenizer.model) through libsentencepiece, with the
 // BOS/EOS settings of tokenizer_config.json. Decoding follows the library's own
 // rules (byte-fallback pieces, the dropped leading space, control tokens).
+#include <array>
 #include <sentencepiece_processor.h>
 
 #include <nlohmann/json.hpp>
@@ -171,16 +172,22 @@ private:
         else
             return;
         constexpr std::string_view kSpace = "\xE2\x96\x81";
+        // "▁" and the letter before a cut must be pieces the model encodes
+        // as themselves (normal or user-defined; an unknown, control or
+        // unused piece of that text does not keep it a symbol of its own).
         bool have_space = false;
-        for (std::string_view p : f.pieces) {
+        std::array<bool, 256> letter_piece{};
+        for (size_t i = 0; i < f.pieces.size(); ++i) {
+            const std::string_view p = f.pieces[i];
             if (p.find(' ') != std::string_view::npos) return;
-            have_space |= p == kSpace;
+            const bool usable = f.piece_types[i] == kSpPieceNormal || f.piece_types[i] == kSpPieceUserDefined;
+            have_space |= p == kSpace && usable;
+            if (p.size() == 1 && usable) letter_piece[static_cast<unsigned char>(p[0])] = true;
             chunk_.forbid_before(p, kSpace);
         }
         if (!have_space) return;
         for (char c = 'A'; c <= 'z'; ++c)
-            if (token_id(std::string(1, c)) < 0)
-                chunk_.bad_before[static_cast<unsigned char>(c)] = true;
+            if (!letter_piece[static_cast<unsigned char>(c)]) chunk_.bad_before[static_cast<unsigned char>(c)] = true;
         chunk_.enabled = true;
     }
 

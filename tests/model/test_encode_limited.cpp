@@ -89,6 +89,13 @@ const std::vector<Named>& tokenizers() {
             out.push_back({"bytelevel_bpe.json without a pre-tokenizer",
                            load_tokenizer_json(dir / "tokenizer.json", {}), false});
         }
+        // Found in review: SentencePiece models whose facts were misread. A
+        // trainer_spec.model_type of 2^32 + 1 is UNIGRAM to protobuf (enums
+        // are int32; the reader kept BPE, and unigram sums round differently
+        // in a chunk), and a "▁" that is the UNKNOWN piece with unk_piece
+        // renamed (unknowns around it fuse into one id whole, two cut).
+        for (const char* f : {"sentencepiece-enum-int32-unigram.model", "sentencepiece-unk-space.model"})
+            out.push_back({std::string(f), load_sentencepiece(fixtures_dir() / "fuzz" / f, {}), false});
         // GGUF vocabularies (tokenizer/tokenizer_gguf.cpp) build the same
         // pipelines: SentencePiece-style (llama), Gemma 4's, and gpt2 with the
         // llama-bpe and qwen2 pre-tokenizers.

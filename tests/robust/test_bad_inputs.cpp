@@ -765,6 +765,15 @@ TEST_CASE("bad-input table: exact error kinds, messages naming the culprit, sess
             {"tokenizer.model", "piece 1 contains a NUL byte"}, [=] { load_tokenizer(d); });
     }
     {
+        // Found in review: a group (wire types 3/4, which protobuf skips and
+        // no ModelProto has) stopped the piece and flag checks while the
+        // library still loaded what follows it.
+        const fs::path d = dirs.tokenizer(sp_bytes + "\x9b\x06\x9c\x06");
+        row("tokenizer.model with a protobuf group", ErrorKind::format,
+            {"tokenizer.model", "not a SentencePiece model", "unreadable protobuf field in the model"},
+            [=] { load_tokenizer(d); });
+    }
+    {
         // ModelProto { pieces {} }: a piece message without its string.
         const fs::path d = dirs.tokenizer(std::string("\x0a\x00", 2));
         row("tokenizer.model empty piece", ErrorKind::format, {"tokenizer.model", "piece 0 is empty"},

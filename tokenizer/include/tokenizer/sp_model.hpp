@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,10 @@ struct SpModelFacts {
     bool treat_whitespace_as_suffix = false;
     bool charsmap_touches_ascii = false;   // a charsmap key holds a byte in [0x20, 0x7e]
     std::vector<std::string_view> pieces;  // into the proto
+    std::vector<uint8_t> piece_types;      // [pieces]: SentencePiece.Type (kSpPieceNormal when absent)
 };
+// SentencePiece.Type values the chunk rule looks at.
+inline constexpr int32_t kSpPieceNormal = 1, kSpPieceUserDefined = 4;
 
 // Largest precompiled_charsmap accepted (real ones, nmt_nfkc included, are
 // about 240 KB); validating one visits each trie node once with 256 probes.
