@@ -30,6 +30,12 @@ size_t json_too_deep_at(std::string_view text, int max_depth) {
     return std::string_view::npos;
 }
 
+std::string json_error_reason(const json::exception& e) {
+    std::string what = e.what();
+    if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+    return what;
+}
+
 bool try_parse_json(std::string_view text, json& out, std::string& error,
                     const json::parser_callback_t& callback, int max_depth) {
     const size_t deep = json_too_deep_at(text, max_depth);
@@ -42,18 +48,15 @@ bool try_parse_json(std::string_view text, json& out, std::string& error,
         out = json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true);
         return true;
     } catch (const json::parse_error& e) {
-        std::string what = e.what();
         // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
-        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+        std::string what = json_error_reason(e);
         if (const size_t p = what.find(": ");
             p != std::string::npos && what.compare(0, 11, "parse error") == 0)
             what.erase(0, p + 2);
         error = "at byte " + std::to_string(e.byte) + ": " + printable(what, 300);
         return false;
     } catch (const json::exception& e) {  // out_of_range.406: a number beyond double ("1e800")
-        std::string what = e.what();
-        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
-        error = printable(what, 300);
+        error = printable(json_error_reason(e), 300);
         return false;
     }
 }

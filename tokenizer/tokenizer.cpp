@@ -76,10 +76,6 @@ std::vector<int> Tokenizer::encode_in_chunks(std::string_view text, bool add_spe
     return encode(text, add_special);
 }
 
-namespace {
-bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-}  // namespace
-
 size_t ChunkRule::find_cut(std::string_view text, size_t lo, size_t hi) const {
     hi = std::min(hi, text.size() - std::min<size_t>(text.size(), 1));
     for (size_t c = hi; c-- > std::max<size_t>(lo, 1);)

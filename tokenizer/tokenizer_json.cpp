@@ -601,19 +601,18 @@ void JsonTokenizer::init_chunking() {
     }
     if (prepend && (!replaced || prepended != space)) return;
     if (space.empty()) return;
-    auto is_ascii_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
     for (const AddedToken& a : added_) {
         if (a.normalized) continue;
         if (a.content.find(' ') != std::string::npos) return;
         // Prepend gives every segment between raw tokens its own space image:
         // a raw token ending at a cut ("Hel" [lo] " world") or starting right
         // after one would see that segment change when the cut drops the space.
-        if (prepend && !a.content.empty() && (is_ascii_letter(a.content.front()) || is_ascii_letter(a.content.back())))
+        if (prepend && !a.content.empty() && (ascii_letter(a.content.front()) || ascii_letter(a.content.back())))
             return;
     }
     const std::string norm_space = space;  // what normalized added tokens are matched against
     bool boundary = false;
-    auto is_letter_free = [&](std::string_view s) { return std::none_of(s.begin(), s.end(), is_ascii_letter); };
+    auto is_letter_free = [](std::string_view s) { return std::none_of(s.begin(), s.end(), ascii_letter); };
     for (const PreStep& p : pre_) {
         if (boundary) break;  // later steps work piece by piece: the boundary stays
         switch (p.kind) {

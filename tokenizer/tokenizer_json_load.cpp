@@ -606,15 +606,11 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& json
     try {
         j = json::parse(rest);
     } catch (const json::parse_error& e) {
-        std::string what = e.what();
-        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
         throw Error(ErrorKind::format, file + ": malformed JSON at byte " +
                                            std::to_string(doc_offset(e.byte ? e.byte - 1 : 0)) +
-                                           ": " + printable(what, 300));
+                                           ": " + printable(json_error_reason(e), 300));
     } catch (const json::exception& e) {  // out_of_range 406: a number beyond a double ("2e+308")
-        std::string what = e.what();
-        if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
-        throw Error(ErrorKind::format, file + ": unreadable JSON: " + printable(what, 300));
+        throw Error(ErrorKind::format, file + ": unreadable JSON: " + printable(json_error_reason(e), 300));
     }
     rest = std::string();
 

@@ -1,9 +1,9 @@
 // SentencePiece tokenizer (tokenizer.model) through libsentencepiece, with the
 // BOS/EOS settings of tokenizer_config.json. Decoding follows the library's own
 // rules (byte-fallback pieces, the dropped leading space, control tokens).
-#include <array>
 #include <sentencepiece_processor.h>
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string_view>
 

@@ -27,6 +27,9 @@ bool try_parse_json(std::string_view text, nlohmann::json& out, std::string& err
                     const nlohmann::json::parser_callback_t& callback = nullptr,
                     int max_depth = kMaxJsonDepth);
 
+// An nlohmann exception's message without its "[json.exception.kind.N] " tag.
+std::string json_error_reason(const nlohmann::json::exception& e);
+
 // As try_parse_json; failure is Error(format) "<file>: invalid JSON <error>".
 nlohmann::json parse_json(std::string_view text, const std::string& file);
 

@@ -27,6 +27,9 @@ void check_utf8(std::string_view text, const std::string& what);
 // tokenizer decides whether its pipeline makes such cuts exact (`enabled`) and
 // whether the space starts the next chunk or is re-created there (drop_space:
 // SentencePiece's dummy prefix, tokenizer.json's Prepend normalizer).
+// The letters on both sides of a cut (ASCII only).
+inline bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
 struct ChunkRule {
     bool enabled = false;
     bool drop_space = false;
