@@ -545,8 +545,9 @@ inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, vec::F ws, 
 #define SLM_AMX_ROWS(X) \
     X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
-// 16 rows × panel[0] of t over groups [g0, g1), added to y unless `first`;
-// the tile state must be configured. The 16 accumulators are named
+// 16 rows × panel[0] of t over groups [g0, g1), added to y unless `first`,
+// prefetching t.pf[0]'s [0, pf_len) over the groups; the tile state must be
+// configured. The 16 accumulators are named
 // variables: as an array (1 KiB) GCC keeps them in memory, and the extra
 // load and store per row and group halved the speed.
 template <class W>
@@ -571,7 +572,10 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     auto step = [&]<int P>(int g) SLM_INLINE {
         if (g + 2 < g1) load<W, P % 2>(p, g + 2);
         if (g + 1 < g1) product<(P + 1) % 3, (P + 1) % 2>();
-        if (g < g1) store<P % 3>(p.c[P % 3]);
+        if (g < g1) {
+            store<P % 3>(p.c[P % 3]);
+            if (t.pf_len) prefetch_share(t.pf[0], t.pf_len, g - g0, g1 - g0);
+        }
         if (g > g0 + 1) finish(g - 2, p.c[(P + 1) % 3]);
     };
     load<W, 0>(p, g0);
@@ -700,7 +704,8 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                 for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kChunkGroups) {
                     const int g1 = std::min(a.n_groups, g0 + amx8::kChunkGroups);
                     for (int i = i0; i < i1; ++i)
-                        for (const int pan : {p0 + i, p0 + half + i}) {
+                        for (const int side : {0, half}) {
+                            const int pan = p0 + side + i;
                             if (pan >= p1) continue;
                             TileArgs t{};
                             t.a = &a;
@@ -710,6 +715,14 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                             t.panel[0] = panel(pan);
                             t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
                             t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
+                            // The first row block brings the next cache
+                            // block's same panel, this chunk's groups of it,
+                            // into L2 (as the VNNI tiles below do).
+                            const int next = p0 + side + i + (i1 - i0);
+                            if (r == r0 && i + (i1 - i0) < half && next < p1) {
+                                t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes;
+                                t.pf_len = size_t(g1 - g0) * W::kBlockBytes;
+                            }
                             amx8::tile<W>(t, g0, g1, g0 == 0);
                         }
                 }
