@@ -715,13 +715,16 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                             t.panel[0] = panel(pan);
                             t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
                             t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
-                            // The first row block brings the next cache
-                            // block's same panel, this chunk's groups of it,
-                            // into L2 (as the VNNI tiles below do).
+                            // Each 16-row block brings its share of the
+                            // next cache block's same panel (this chunk's
+                            // groups of it) into L2, as the VNNI tiles below.
                             const int next = p0 + side + i + (i1 - i0);
-                            if (r == r0 && i + (i1 - i0) < half && next < p1) {
-                                t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes;
-                                t.pf_len = size_t(g1 - g0) * W::kBlockBytes;
+                            if (i + (i1 - i0) < half && next < p1) {
+                                const size_t len = size_t(g1 - g0) * W::kBlockBytes;
+                                const size_t nb = size_t(rv - r0) / amx8::kRows;
+                                const size_t jb = size_t(r - r0) / amx8::kRows;
+                                t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes + len * jb / nb;
+                                t.pf_len = len * (jb + 1) / nb - len * jb / nb;
                             }
                             amx8::tile<W>(t, g0, g1, g0 == 0);
                         }
