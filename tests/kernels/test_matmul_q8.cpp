@@ -417,6 +417,11 @@ TEST_CASE("q8 matmul equals the reference exactly on every target (exact fp32 su
             // 19 groups: avx512-amx's 16-row tiles run K in chunks of 16
             // groups, the sums kept in y between chunks.
             check_matmul(table_for(t), 37, 40, 600, threads, true, rng);
+            // 16-31 rows: avx512-amx streams each panel whole through one
+            // 16-row tile (prefetching ahead in it) and the rows after it on
+            // VNNI; 19 groups reach past the prefetch distance.
+            check_matmul(table_for(t), 16, 200, 600, threads, true, rng);
+            check_matmul(table_for(t), 24, 70, 600, threads, true, rng);
             // 16-bit activations (AMX targets run them on VNNI).
             for (int m : {1, 6, 17, 37})
                 for (int k : {1, 33, 100, 600}) check_matmul(table_for(t), m, 40, k, threads, true, rng, 16);
