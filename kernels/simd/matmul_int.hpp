@@ -712,7 +712,8 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
             for (int r = r0; r < rv; r += amx8::kRows) {
                 // Chunks of K outermost: one chunk of these rows'
                 // activations serves every panel of the block before the
-                // next is read; y holds the sums between chunks.
+                // next is read; y holds the sums between chunks. A
+                // streaming block is one chunk, all of K.
                 const int chunk = stream ? a.n_groups : amx8::kChunkGroups;
                 for (int g0 = 0; g0 < a.n_groups; g0 += chunk) {
                     const int g1 = std::min(a.n_groups, g0 + chunk);
