@@ -729,9 +729,11 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                             t.panel[0] = panel(pan);
                             t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
                             t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
-                            // Each 16-row block brings its share of the
-                            // next cache block's same panel (this chunk's
-                            // groups of it) into L2, as the VNNI tiles below.
+                            // Streaming, the tile prefetches ahead in its
+                            // own panel. Otherwise each 16-row block brings
+                            // its share of the next cache block's same panel
+                            // (this chunk's groups of it) into L2, as the
+                            // VNNI tiles below do.
                             const int next = p0 + side + i + (i1 - i0);
                             if (stream) {
                                 t.pf[0] = panel(pan) + amx8::kStreamAhead * W::kBlockBytes;
