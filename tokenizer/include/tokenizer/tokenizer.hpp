@@ -21,15 +21,15 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model
 // U+10FFFF are invalid too). Every Tokenizer::encode calls it first.
 void check_utf8(std::string_view text, const std::string& what);
 
+// The letters on both sides of a cut (ASCII only).
+inline bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
 // Where a long text may be cut so that its ids are the ids of the pieces, in
 // order: at a space between two ASCII letters, the first not in bad_before
 // (letters that end some token or piece followed by the space's image). The
 // tokenizer decides whether its pipeline makes such cuts exact (`enabled`) and
 // whether the space starts the next chunk or is re-created there (drop_space:
 // SentencePiece's dummy prefix, tokenizer.json's Prepend normalizer).
-// The letters on both sides of a cut (ASCII only).
-inline bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
 struct ChunkRule {
     bool enabled = false;
     bool drop_space = false;
