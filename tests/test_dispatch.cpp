@@ -40,12 +40,13 @@ TEST_CASE("avx512-amx exists exactly where the CPU and the OS grant AMX") {
     const KernelTable& amx = table_for(Target::avx512_amx);
     const KernelTable& plain = table_for(Target::avx512);
     CHECK((amx.matmul_q8 != plain.matmul_q8));
-    CHECK((amx.format(staticlm::WeightType::q4).matmul == plain.format(staticlm::WeightType::q4).matmul));
-    CHECK((amx.format(staticlm::WeightType::q5).matmul == plain.format(staticlm::WeightType::q5).matmul));
-    CHECK((amx.format(staticlm::WeightType::q4k).matmul == plain.format(staticlm::WeightType::q4k).matmul));
-    CHECK((amx.format(staticlm::WeightType::q6k).matmul == plain.format(staticlm::WeightType::q6k).matmul));
-    CHECK((amx.format(staticlm::WeightType::q5k).matmul == plain.format(staticlm::WeightType::q5k).matmul));
-    CHECK((amx.format(staticlm::WeightType::q4a).matmul == plain.format(staticlm::WeightType::q4a).matmul));
+    // The formats with one scale per group of 32 run on the AMX tile too;
+    // those with sub-groups of 16 (q6k, q3k, q2k) stay on the VNNI tile.
+    using W = staticlm::WeightType;
+    for (const auto type : {W::q4, W::q5, W::q4k, W::q5k, W::q4a, W::q5a, W::iq4nl, W::iq4xs})
+        CHECK_MESSAGE((amx.format(type).matmul != plain.format(type).matmul), staticlm::weight_type_name(type));
+    for (const auto type : {W::q6k, W::q3k, W::q2k})
+        CHECK_MESSAGE((amx.format(type).matmul == plain.format(type).matmul), staticlm::weight_type_name(type));
     if (cpu.amx_bf16 && cpu.avx512_bf16) CHECK((amx.matmul_bf16 != plain.matmul_bf16));
     CHECK((amx.peaks.amx_int8 != nullptr));
     CHECK((plain.peaks.amx_int8 == nullptr));

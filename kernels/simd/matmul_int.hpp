@@ -327,6 +327,10 @@ struct TileArgs {
     // pf_len 0: none.
     const std::byte* pf[2];
     size_t pf_len;
+    // AMX tiles of formats that unpack (amx8::unpack): the B tiles of groups
+    // [g0, g1) of panel[0], unpacked by the caller, group g0 first; null:
+    // the tile unpacks each group itself.
+    const std::byte* bt;
 };
 
 // Group g's share (of n_groups) of a prefetch slice: its cache lines into L2.
@@ -435,24 +439,28 @@ void tile(const TileArgs& t) {
 
 #if defined(STATICLM_AMX)
 // ---------------------------------------------------------------------------
-// AMX-INT8 (the avx512_amx table, q8 with 8-bit activations only; 16-bit
-// activations run on the VNNI tile): 16 activation rows × one panel.
+// AMX-INT8 (the avx512_amx table, every integer format with 8-bit
+// activations; 16-bit activations run on the VNNI tile): 16 activation rows
+// × one panel.
 // ---------------------------------------------------------------------------
 //
-// A Q8Block's q is already the B operand of a tile dot product: B's row j
-// holds, for each of 16 output columns, 4 consecutive k (quad j), which is
-// q[j][16][4]; so a block is one 8-row × 64-byte B tile, loaded in place. A is
-// 16 activation rows × the group's 32 int8 (row stride a.stride). tdpbsud (A
-// signed, B unsigned) leaves each group's 16 × 16 int32 Σ q_x·w_biased; the
-// epilogue adds corr and runs the VNNI tile's own per-group steps (W::dot,
-// to_float, fma with w_s·x_s), so the results are bit-identical to the
-// avx512 table's.
+// The B operand of a tile dot product is 8 rows of 64 bytes, row j holding
+// quad j (4 consecutive k) of each of 16 output columns: exactly the bytes a
+// VNNI dot step of a format takes (W::load), and exactly q8's block q as it
+// lies, which is loaded in place. A is 16 activation rows × the group's 32
+// int8 (row stride a.stride). tdpbsud (A signed, B unsigned) leaves the 16 ×
+// 16 int32 sums the VNNI tile accumulates; the epilogue starts them at
+// W::acc_init and runs the VNNI tile's own W::finish, so the results are
+// bit-identical to the avx512 table's. Formats with sub-groups of 16 (q6k,
+// q3k, q2k) stay on the VNNI tile: run on AMX as two steps per group, each
+// sub-group's B tile the group's with the other's rows zero, q6k ran
+// 392-436 GOPS against 449-513 on VNNI (K = 2048, N = 8192, M = 16-512, 2
+// threads), its two epilogues per group bounding both.
 //
-// K per tile product is one group because every group has its own scales, so
-// each 8192 multiply-adds cost a tile store and a 16-row vector epilogue: the
-// tile unit idles. Measured here (Xeon, 2 threads, K = 2048, N = 8192,
-// M = 512, bench_kernels best of 5): 1006 GOPS against 957 for the VNNI
-// body, 7% of the AMX-INT8 peak. Accumulating in the tiles across K needs
+// K per tile product is one group because each has its own scales, so each product costs a tile store and a 16-row vector epilogue:
+// the tile unit idles. q8, K = 2048, N = 8192, M = 512, 2 threads: 1006
+// GOPS against 957 for the VNNI body on one Xeon, 915-938 against 586-614 on
+// another, 7% of the AMX-INT8 peak. Accumulating in the tiles across K needs
 // one scale per row and column (a per-channel format) or bf16 operands (the
 // bf16 format's AMX path in matmul_float.cpp).
 namespace amx8 {
@@ -480,6 +488,15 @@ inline void configure() {
 // Groups per tile call: 16 rows × 512 k of activations (8 KiB) stay in L1
 // while the panels of a block stream past them.
 constexpr int kChunkGroups = 16;
+// Formats that unpack (kInPlace below) run one chunk of 8 groups of a panel,
+// unpacked once, for two 16-row blocks in turn. Measured on avx512-amx, q4k,
+// K = 2048 and 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2
+// threads, three alternated rounds): 784-857 GOPS at M = 64 against 699-774
+// unpacking in every tile, 667-734 against 655-698 at M = 512; one block
+// per chunk or 16 groups fell in between, 4-group chunks lost (the tile's
+// pipeline restarts, y is reloaded, per chunk).
+constexpr int kUnpackChunkGroups = 8;
+constexpr int kUnpackRowBlocks = 2;
 // A streaming tile's prefetch distance in its panel, in groups (8.7 KiB of
 // q8): 12 to 32 measured alike, 4 slower.
 constexpr size_t kStreamAhead = 16;
@@ -488,14 +505,42 @@ struct Pipe {
     const TileArgs* t;
     long stride;
     alignas(64) int32_t c[3][kRows * kPanelRows];  // stored C, a ring of 3
+    int g0;                                        // the tile's first group
+    alignas(64) std::byte b[2][kQuads * 64];       // B tiles unpacked by load(), one per slot
 };
+
+// A format whose blocks are B tiles as they lie (q8) says kBTileInPlace;
+// every other one unpacks its load steps into a B tile per group.
+template <class W>
+constexpr bool kInPlace = requires { W::kBTileInPlace; };
+constexpr size_t kBTileBytes = kQuads * 64;
+
+// Group g of a panel as a B tile at dst.
+template <class W>
+inline void unpack(const std::byte* panel, int g, std::byte* dst) {
+    static_assert(W::kSubs == 1 && kVecPerPanel == 1, "one 64-byte load step per quad row of the tile");
+    constexpr int QL = W::kQuadsPerLoad;
+    const std::byte* blk = W::block(panel, g);
+    for (int jl = 0; jl < kQuads / QL; ++jl) {
+        vec::Q w[QL];
+        W::load(blk, jl, 0, w);
+        for (int h = 0; h < QL; ++h) _mm512_store_si512(dst + 64 * (jl * QL + h), w[h]);
+    }
+}
 
 // Group g's operands into operand slot S (0-1).
 template <class W, int S>
 inline void load(Pipe& p, int g) {
     const std::byte* act = p.t->act + size_t(g) * kQ8Group;
-    const std::byte* blk = p.t->panel[0] + size_t(g) * W::kBlockBytes;
-    const std::byte* b = blk + W::kQOff;  // a block's q is a B tile as it lies
+    const std::byte* b;
+    if constexpr (kInPlace<W>) {
+        b = W::block(p.t->panel[0], g) + W::kQOff;
+    } else if (p.t->bt) {
+        b = p.t->bt + size_t(g - p.g0) * kBTileBytes;
+    } else {
+        unpack<W>(p.t->panel[0], g, p.b[S]);
+        b = p.b[S];
+    }
     constexpr long kB = 64;
     if constexpr (S == 0) {
         SLM_TILE_LOAD(3, act, p.stride);
@@ -532,16 +577,15 @@ inline void store(int32_t* dst) {
     else SLM_TILE_STORE(2, dst, kC, kRows);
 }
 
-// Row r of group g's epilogue from its stored C, as the VNNI tile's steps.
+// Row r of group g's epilogue from its stored C: the VNNI tile's start value
+// and epilogue (W::acc_init, W::finish) on the same int32 sum.
 template <class W>
-inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, vec::F ws, int r, vec::F f) {
+inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, const typename W::Scales& sc, int r,
+                         vec::F f) {
     const Q8ActLayout& a = *t.a;
     const std::byte* row = t.act + size_t(r) * a.stride;
-    const vec::I v = vec::iadd(_mm512_load_si512(c + kPanelRows * r),
-                               vec::iset1(load_i32(row + a.corr_off + 4 * size_t(g))));
-    float x_s;
-    std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
-    return vec::fma(vec::to_float(W::dot(v)), vec::mul(ws, vec::set1(x_s)), f);
+    const vec::I v = vec::iadd(_mm512_load_si512(c + kPanelRows * r), vec::iset1(W::acc_init(row, a, g, 0)));
+    return W::finish(sc, v, row, a, g, f);
 }
 
 #define SLM_INLINE __attribute__((always_inline))
@@ -557,6 +601,7 @@ template <class W>
 void tile(const TileArgs& t, int g0, int g1, bool first) {
     Pipe p;
     p.t = &t;
+    p.g0 = g0;
     p.stride = long(t.a->stride);
     const __mmask16 cols = __mmask16((1u << t.cols[0]) - 1);
     float* const y = t.y + t.y_off[0];
@@ -565,9 +610,8 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     SLM_AMX_ROWS(SLM_INIT)
 #undef SLM_INIT
     auto finish = [&](int g, const int32_t* c) SLM_INLINE {
-        const vec::F ws = vec::load(reinterpret_cast<const uint16_t*>(
-            t.panel[0] + size_t(g) * W::kBlockBytes + W::kScaleOff));
-#define SLM_ROW(r) f##r = finish_row<W>(t, g, c, ws, r, f##r);
+        const typename W::Scales sc = W::scales(W::block(t.panel[0], g), g, 0, 0);
+#define SLM_ROW(r) f##r = finish_row<W>(t, g, c, sc, r, f##r);
         SLM_AMX_ROWS(SLM_ROW)
 #undef SLM_ROW
     };
@@ -709,44 +753,68 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
         const int i1 = std::min(half, i0 + block_pairs);
 #if defined(STATICLM_AMX)
         if constexpr (Amx) {
-            for (int r = r0; r < rv; r += amx8::kRows) {
-                // Chunks of K outermost: one chunk of these rows'
-                // activations serves every panel of the block before the
-                // next is read; y holds the sums between chunks. A
-                // streaming block is one chunk, all of K.
-                const int chunk = stream ? a.n_groups : amx8::kChunkGroups;
-                for (int g0 = 0; g0 < a.n_groups; g0 += chunk) {
-                    const int g1 = std::min(a.n_groups, g0 + chunk);
-                    for (int i = i0; i < i1; ++i)
-                        for (const int side : {0, half}) {
-                            const int pan = p0 + side + i;
-                            if (pan >= p1) continue;
-                            TileArgs t{};
-                            t.a = &a;
-                            t.ldy = o.ldy;
-                            t.act = act + size_t(r) * a.stride;
-                            t.y = o.y + size_t(r) * o.ldy;
-                            t.panel[0] = panel(pan);
-                            t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
-                            t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
-                            // Streaming, the tile prefetches ahead in its
-                            // own panel. Otherwise each 16-row block brings
-                            // its share of the next cache block's same panel
-                            // (this chunk's groups of it) into L2, as the
-                            // VNNI tiles below do.
-                            const int next = p0 + side + i + (i1 - i0);
-                            if (stream) {
-                                t.pf[0] = panel(pan) + amx8::kStreamAhead * W::kBlockBytes;
-                                t.pf_len = panel_bytes;
-                            } else if (i + (i1 - i0) < half && next < p1) {
-                                const size_t len = size_t(g1 - g0) * W::kBlockBytes;
-                                const size_t nb = size_t(rv - r0) / amx8::kRows;
-                                const size_t jb = size_t(r - r0) / amx8::kRows;
-                                t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes + len * jb / nb;
-                                t.pf_len = len * (jb + 1) / nb - len * jb / nb;
+            // The tile of 16 rows from r × panel pan over groups [g0, g1).
+            // Streaming, it prefetches ahead in its own panel. Otherwise each
+            // 16-row block brings its share of the next cache block's same
+            // panel (this chunk's groups of it) into L2, as the VNNI tiles
+            // below do. bt: the chunk's B tiles unpacked, or null.
+            auto run_tile = [&](int r, int i, int side, int g0, int g1, const std::byte* bt) {
+                const int pan = p0 + side + i;
+                TileArgs t{};
+                t.a = &a;
+                t.ldy = o.ldy;
+                t.act = act + size_t(r) * a.stride;
+                t.y = o.y + size_t(r) * o.ldy;
+                t.panel[0] = panel(pan);
+                t.y_off[0] = ptrdiff_t(pan) * kPanelRows;
+                t.cols[0] = std::min(kPanelRows, w.n - pan * kPanelRows);
+                t.bt = bt;
+                const int next = p0 + side + i + (i1 - i0);
+                if (stream) {
+                    t.pf[0] = panel(pan) + amx8::kStreamAhead * W::kBlockBytes;
+                    t.pf_len = panel_bytes;
+                } else if (i + (i1 - i0) < half && next < p1) {
+                    const size_t len = size_t(g1 - g0) * W::kBlockBytes;
+                    const size_t nb = size_t(rv - r0) / amx8::kRows;
+                    const size_t jb = size_t(r - r0) / amx8::kRows;
+                    t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes + len * jb / nb;
+                    t.pf_len = len * (jb + 1) / nb - len * jb / nb;
+                }
+                amx8::tile<W>(t, g0, g1, g0 == 0);
+            };
+            if (!amx8::kInPlace<W> && !stream) {
+                // A format that unpacks: each panel's chunk once for two
+                // 16-row blocks (their chunks of activations, 8 KiB each, and
+                // the unpacked 4 KiB stay in L1).
+                alignas(64) std::byte bt[amx8::kUnpackChunkGroups * amx8::kBTileBytes];
+                constexpr int kSetRows = amx8::kUnpackRowBlocks * amx8::kRows;
+                for (int rs = r0; rs < rv; rs += kSetRows) {
+                    const int re = std::min(rv, rs + kSetRows);
+                    for (int g0 = 0; g0 < a.n_groups; g0 += amx8::kUnpackChunkGroups) {
+                        const int g1 = std::min(a.n_groups, g0 + amx8::kUnpackChunkGroups);
+                        for (int i = i0; i < i1; ++i)
+                            for (const int side : {0, half}) {
+                                const int pan = p0 + side + i;
+                                if (pan >= p1) continue;
+                                for (int g = g0; g < g1; ++g)
+                                    amx8::unpack<W>(panel(pan), g, bt + size_t(g - g0) * amx8::kBTileBytes);
+                                for (int r = rs; r < re; r += amx8::kRows) run_tile(r, i, side, g0, g1, bt);
                             }
-                            amx8::tile<W>(t, g0, g1, g0 == 0);
-                        }
+                    }
+                }
+            } else {
+                for (int r = r0; r < rv; r += amx8::kRows) {
+                    // Chunks of K outermost: one chunk of these rows'
+                    // activations serves every panel of the block before
+                    // the next is read; y holds the sums between chunks. A
+                    // streaming block is one chunk, all of K.
+                    const int chunk = stream ? a.n_groups : amx8::kChunkGroups;
+                    for (int g0 = 0; g0 < a.n_groups; g0 += chunk) {
+                        const int g1 = std::min(a.n_groups, g0 + chunk);
+                        for (int i = i0; i < i1; ++i)
+                            for (const int side : {0, half})
+                                if (p0 + side + i < p1) run_tile(r, i, side, g0, g1, nullptr);
+                    }
                 }
             }
         }
@@ -903,12 +971,17 @@ void pack_panel_affine_k(SrcType st, const void* src, size_t ld, int rows, int k
         });
 }
 
-// A format's FormatKernels: the skeleton's matmuls on its trait W (Amx:
-// the AMX tile for 8-bit activations, 16 rows and more; the avx512_amx table
-// only) and its pack body.
-template <class W, bool Amx = false>
-FormatKernels int_kernels(FormatPackFn pack) {
-    return {matmul_int<W, Amx>, matmul_int_many<W, Amx>, pack};
+// A format's FormatKernels: the skeleton's matmuls on its trait W and its
+// pack body. On the avx512_amx table, where the CPU has AMX-INT8, 8-bit
+// activations of 16 rows and more run on the AMX tile (formats with one
+// scale per group of 32: W::kSubs == 1; see amx8).
+template <class W>
+FormatKernels int_kernels([[maybe_unused]] const CpuFeatures& cpu, FormatPackFn pack) {
+#if defined(STATICLM_AMX)
+    if constexpr (W::kSubs == 1)
+        if (cpu.amx_int8) return {matmul_int<W, true>, matmul_int_many<W, true>, pack};
+#endif
+    return {matmul_int<W, false>, matmul_int_many<W, false>, pack};
 }
 
 }  // namespace

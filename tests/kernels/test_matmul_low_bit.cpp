@@ -351,6 +351,9 @@ TEST_CASE("low-bit matmuls equal the reference exactly on every target (exact fp
                 check_matmul(*f, kt, 64, 33, 100, threads, true, rng);
                 check_matmul(*f, kt, 100, 17, 33, threads, true, rng);  // rows split
                 check_matmul(*f, kt, 29, 200, 64, threads, true, rng);  // panels split
+                // avx512-amx: three AMX blocks (a pair, then one) over chunks
+                // of 8 groups and a tail of 2, then 5 rows on VNNI.
+                check_matmul(*f, kt, 53, 33, 300, threads, true, rng);
                 for (int m : {1, 7, 17}) check_matmul(*f, kt, m, 33, 100, threads, true, rng, 16);
             }
         });
@@ -624,7 +627,9 @@ TEST_CASE("q4k and q5k matmuls equal the reference exactly on every target (exac
                 const PackedMatrix w{fmt.type, n, k, buf.data(), buf.size()};
                 std::vector<float> ws, wm;
                 q4k_ref_scales(f, ws, wm);
-                for (const int m : {0, 1, 2, 6, 7, 13, 40})
+                // avx512-amx: 16 and 24 rows stream one AMX block, 53 run
+                // three (a pair and one) and five rows on VNNI.
+                for (const int m : {0, 1, 2, 6, 7, 13, 16, 24, 40, 53})
                     for (const int threads : {1, 2}) check_affine_k_matmul(kt, w, f.q, ws, wm, m, threads, true, rng);
             }
     });

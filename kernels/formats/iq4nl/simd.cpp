@@ -49,11 +49,11 @@ void pack_panel_iq4nl(SrcType st, const void* src, size_t ld, int rows, int k, s
 
 }  // namespace
 
-FormatKernels iq4nl_kernels([[maybe_unused]] const CpuFeatures& cpu) {
+FormatKernels iq4nl_kernels(const CpuFeatures& cpu) {
 #if STATICLM_VEC_VBMI
-    if (cpu.avx512_vbmi) return int_kernels<Iq4nlWeights<true>>(pack_panel_iq4nl);
+    if (cpu.avx512_vbmi) return int_kernels<Iq4nlWeights<true>>(cpu, pack_panel_iq4nl);
 #endif
-    return int_kernels<Iq4nlWeights<false>>(pack_panel_iq4nl);
+    return int_kernels<Iq4nlWeights<false>>(cpu, pack_panel_iq4nl);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -72,11 +72,11 @@ void pack_panel_iq4xs(SrcType st, const void* src, size_t ld, int rows, int k, s
 
 }  // namespace
 
-FormatKernels iq4xs_kernels([[maybe_unused]] const CpuFeatures& cpu) {
+FormatKernels iq4xs_kernels(const CpuFeatures& cpu) {
 #if STATICLM_VEC_VBMI
-    if (cpu.avx512_vbmi) return int_kernels<Iq4xsWeights<true>>(pack_panel_iq4xs);
+    if (cpu.avx512_vbmi) return int_kernels<Iq4xsWeights<true>>(cpu, pack_panel_iq4xs);
 #endif
-    return int_kernels<Iq4xsWeights<false>>(pack_panel_iq4xs);
+    return int_kernels<Iq4xsWeights<false>>(cpu, pack_panel_iq4xs);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

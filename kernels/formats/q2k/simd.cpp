@@ -71,6 +71,6 @@ void pack_panel_q2k(SrcType st, const void* src, size_t ld, int rows, int k, std
 
 }  // namespace
 
-FormatKernels q2k_kernels(const CpuFeatures&) { return int_kernels<Q2kWeights>(pack_panel_q2k); }
+FormatKernels q2k_kernels(const CpuFeatures& cpu) { return int_kernels<Q2kWeights>(cpu, pack_panel_q2k); }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -81,6 +81,6 @@ void pack_panel_q3k(SrcType st, const void* src, size_t ld, int rows, int k, std
 
 }  // namespace
 
-FormatKernels q3k_kernels(const CpuFeatures&) { return int_kernels<Q3kWeights>(pack_panel_q3k); }
+FormatKernels q3k_kernels(const CpuFeatures& cpu) { return int_kernels<Q3kWeights>(cpu, pack_panel_q3k); }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -28,9 +28,9 @@ struct Q4Weights : HalfScaleGroups<Q4Weights> {
 
 }  // namespace
 
-FormatKernels q4_kernels(const CpuFeatures&) {
+FormatKernels q4_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q4Weights>(
-                                  pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
+        cpu, pack_panel_low_bit<sizeof(Q4Block), quantize_q4_group, detail::store_q4_group>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

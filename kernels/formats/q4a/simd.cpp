@@ -11,8 +11,9 @@ using Q4aWeights = AffineGroups<Q4aBlock, 8>;
 
 }  // namespace
 
-FormatKernels q4a_kernels(const CpuFeatures&) {
-    return int_kernels<Q4aWeights>(pack_panel_affine_g<sizeof(Q4aBlock), quantize_q4a_group, detail::store_q4a_group>);
+FormatKernels q4a_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q4aWeights>(
+        cpu, pack_panel_affine_g<sizeof(Q4aBlock), quantize_q4a_group, detail::store_q4a_group>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

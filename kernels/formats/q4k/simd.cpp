@@ -11,9 +11,9 @@ using Q4kWeights = AffineSuperGroups<Q4kGroup, Q4kSuper, 8>;
 
 }  // namespace
 
-FormatKernels q4k_kernels(const CpuFeatures&) {
+FormatKernels q4k_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q4kWeights>(
-        pack_panel_affine_k<sizeof(Q4kSuper), quantize_q4k_super, detail::store_q4k_super>);
+        cpu, pack_panel_affine_k<sizeof(Q4kSuper), quantize_q4k_super, detail::store_q4k_super>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -25,9 +25,9 @@ struct Q5Weights : HalfScaleGroups<Q5Weights> {
 
 }  // namespace
 
-FormatKernels q5_kernels(const CpuFeatures&) {
+FormatKernels q5_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q5Weights>(
-                                  pack_panel_low_bit<sizeof(Q5Block), quantize_q5_group, detail::store_q5_group>);
+        cpu, pack_panel_low_bit<sizeof(Q5Block), quantize_q5_group, detail::store_q5_group>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -11,8 +11,9 @@ using Q5aWeights = AffineGroups<Q5aBlock, 16>;
 
 }  // namespace
 
-FormatKernels q5a_kernels(const CpuFeatures&) {
-    return int_kernels<Q5aWeights>(pack_panel_affine_g<sizeof(Q5aBlock), quantize_q5a_group, detail::store_q5a_group>);
+FormatKernels q5a_kernels(const CpuFeatures& cpu) {
+    return int_kernels<Q5aWeights>(
+        cpu, pack_panel_affine_g<sizeof(Q5aBlock), quantize_q5a_group, detail::store_q5a_group>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -11,9 +11,9 @@ using Q5kWeights = AffineSuperGroups<Q5kGroup, Q5kSuper, 16>;
 
 }  // namespace
 
-FormatKernels q5k_kernels(const CpuFeatures&) {
+FormatKernels q5k_kernels(const CpuFeatures& cpu) {
     return int_kernels<Q5kWeights>(
-        pack_panel_affine_k<sizeof(Q5kSuper), quantize_q5k_super, detail::store_q5k_super>);
+        cpu, pack_panel_affine_k<sizeof(Q5kSuper), quantize_q5k_super, detail::store_q5k_super>);
 }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -68,6 +68,6 @@ void pack_panel_q6k(SrcType st, const void* src, size_t ld, int rows, int k, std
 
 }  // namespace
 
-FormatKernels q6k_kernels(const CpuFeatures&) { return int_kernels<Q6kWeights>(pack_panel_q6k); }
+FormatKernels q6k_kernels(const CpuFeatures& cpu) { return int_kernels<Q6kWeights>(cpu, pack_panel_q6k); }
 
 }  // namespace staticlm::kernels::STATICLM_NS

@@ -12,6 +12,7 @@ struct Q8Weights : HalfScaleGroups<Q8Weights> {
     static constexpr size_t kQOff = offsetof(Q8Block, q);
     static constexpr size_t kScaleOff = offsetof(Q8Block, scale);
     static constexpr int kQuadsPerLoad = 1;
+    static constexpr bool kBTileInPlace = true;  // q is an AMX B tile as it lies
     // Two blocks (1 KiB) ahead in each stream: Llama-3.2-1B q8 decode at 2
     // threads 23.0-23.8 against 22.0-23.2 tok/s without, 94.5-97% of the read
     // bandwidth against 89-92% (Xeon, five alternated rounds; six blocks:
@@ -61,16 +62,6 @@ void pack_panel_q8(SrcType st, const void* src, size_t ld, int rows, int k, std:
 
 }  // namespace
 
-FormatKernels q8_kernels(const CpuFeatures& cpu) {
-#if defined(STATICLM_AMX)
-    // Only q8 runs on the AMX tile: unpacking q4's nibbles for every tile
-    // made the AMX path slower (K = 2048, N = 8192, M = 512, 2 threads: 815
-    // against 858 GOPS, best of 5, bench_kernels); q5, q4k and q6k have more
-    // to unpack and were not tried.
-    if (cpu.amx_int8) return int_kernels<Q8Weights, true>(pack_panel_q8);
-#endif
-    (void)cpu;
-    return int_kernels<Q8Weights>(pack_panel_q8);
-}
+FormatKernels q8_kernels(const CpuFeatures& cpu) { return int_kernels<Q8Weights>(cpu, pack_panel_q8); }
 
 }  // namespace staticlm::kernels::STATICLM_NS
