@@ -84,4 +84,12 @@ std::vector<WeightTypeUsage> model_weight_usage(const Model& model) {
 
 std::string kernel_target_name() { return kernels::target_name(kernels::best_target()); }
 
+bool matmul_uses_amx(WeightType type, int act_bits) {
+    const kernels::Target t = kernels::best_target();
+    if (t != kernels::Target::avx512_amx) return false;
+    if (weight_type_info(type).math == WeightMath::int8 && act_bits != 8) return false;  // 16-bit: VNNI
+    // The avx512_amx table is the avx512 one with some matmuls replaced.
+    return kernels::table_for(t).format(type).matmul != kernels::table_for(kernels::Target::avx512).format(type).matmul;
+}
+
 }  // namespace staticlm

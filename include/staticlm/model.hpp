@@ -70,4 +70,8 @@ std::vector<WeightTypeUsage> model_weight_usage(const Model& model);
 // The kernel target chosen for this CPU (e.g. "avx512-vnni").
 std::string kernel_target_name();
 
+// Whether that target runs prefill matmuls of `type` on AMX tiles (with
+// act_bits-bit activations for the integer formats; 16 rows and more).
+bool matmul_uses_amx(WeightType type, int act_bits);
+
 }  // namespace staticlm

@@ -251,6 +251,19 @@ TEST_CASE("model_weight_usage: a tied embedding is the head's work, once per log
     CHECK(u[0].macs_per_position == 2 * (4 * 64.0 * 64 + 3 * 160.0 * 64));
 }
 
+TEST_CASE("matmul_uses_amx: the formats the avx512-amx target runs on AMX tiles") {
+    // Independent of the kernel tables: what docs/FORMATS.md states per format.
+    const bool amx = kernel_target_name() == "avx512-amx";
+    if (!amx) MESSAGE("target " << kernel_target_name() << ": no format may claim AMX");
+    for (const WeightType t : {WeightType::q8, WeightType::q4, WeightType::q5, WeightType::q4k, WeightType::q5k,
+                               WeightType::q4a, WeightType::q5a, WeightType::iq4nl, WeightType::iq4xs}) {
+        CHECK_MESSAGE(matmul_uses_amx(t, 8) == amx, weight_type_name(t));
+        CHECK_MESSAGE(!matmul_uses_amx(t, 16), weight_type_name(t));  // 16-bit activations: VNNI
+    }
+    for (const WeightType t : {WeightType::q6k, WeightType::q3k, WeightType::q2k, WeightType::f16, WeightType::f32})
+        CHECK_MESSAGE(!matmul_uses_amx(t, 8), weight_type_name(t));
+}
+
 TEST_CASE("--weights native: fused products in different formats give the f32 logits") {
     // A tiny Llama whose layer-0 q and up projections and head are stored F16
     // (values exact in it): native keeps them so, which splits the fused q/k/v

@@ -124,18 +124,17 @@ int cmd_bench(const Args& a) {
     ConstraintCursor cursor(c.vocab);
     std::vector<float> masked(size_t(c.vocab));
     // The ratio of prefill is to the peak of the arithmetic each format's
-    // matmul uses: AMX tiles for q8 and bf16 on the avx512-amx target, else
-    // int8 dot products (vpdpbusd) or fp32 FMA. A native mix of formats is
-    // held to the peak its work would reach if each part ran at its own:
-    // total ops / Σ (ops of a format / that format's peak).
-    const bool amx = kernel_target_name() == "avx512-amx";
+    // matmul uses: AMX tiles where the avx512-amx target runs it on them
+    // (matmul_uses_amx), else int8 dot products (vpdpbusd) or fp32 FMA. A
+    // native mix of formats is held to the peak its work would reach if each
+    // part ran at its own: total ops / Σ (ops of a format / that format's peak).
     const int act_bits = model_act_bits(*model);
     enum Peak { kAmxInt8, kAmxBf16, kInt8, kFp32, kPeaks };
     static constexpr const char* kPeakNames[kPeaks] = {"AMX int8", "AMX bf16", "int8", "fp32"};
     auto peak_kind = [&](WeightType t) {
-        if (amx && t == WeightType::q8 && act_bits == 8) return kAmxInt8;  // 16-bit: on VNNI
-        if (amx && t == WeightType::bf16) return kAmxBf16;
-        return weight_type_info(t).math == WeightMath::int8 ? kInt8 : kFp32;
+        const bool int8 = weight_type_info(t).math == WeightMath::int8;
+        if (matmul_uses_amx(t, act_bits)) return int8 ? kAmxInt8 : kAmxBf16;
+        return int8 ? kInt8 : kFp32;
     };
     auto peak_of = [](const MachineCeilings& m, Peak p) {
         const double v[kPeaks] = {m.amx_int8_gops, m.amx_bf16_gflops, m.int8_gops, m.fp32_gflops};
