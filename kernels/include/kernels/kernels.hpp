@@ -24,8 +24,9 @@ namespace staticlm::kernels {
 
 // Ordered from least to most capable.
 // avx512_amx is the avx512 table with the bf16 matmul on AMX-BF16 tiles
-// (kernels/simd/matmul_float.cpp) and q8's on AMX-INT8 tiles for blocks of 16
-// rows (kernels/simd/matmul_int.hpp).
+// (kernels/simd/matmul_float.cpp) and the matmuls of the integer formats
+// with one scale per group of 32 (q8, q4, q5, q4a, q5a, q4k, q5k, iq4nl,
+// iq4xs) on AMX-INT8 tiles for blocks of 16 rows (kernels/simd/matmul_int.hpp).
 enum class Target : uint8_t { generic, avx2, avx2_vnni, avx512, avx512_amx };
 
 struct CpuFeatures {
