@@ -439,9 +439,9 @@ void tile(const TileArgs& t) {
 
 #if defined(STATICLM_AMX)
 // ---------------------------------------------------------------------------
-// AMX-INT8 (the avx512_amx table, every integer format with 8-bit
-// activations; 16-bit activations run on the VNNI tile): 16 activation rows
-// × one panel.
+// AMX-INT8 (the avx512_amx table, the integer formats with one scale per
+// group of 32 and 8-bit activations; 16-bit activations run on the VNNI
+// tile): 16 activation rows × one panel.
 // ---------------------------------------------------------------------------
 //
 // The B operand of a tile dot product is 8 rows of 64 bytes, row j holding
@@ -457,8 +457,9 @@ void tile(const TileArgs& t) {
 // 392-436 GOPS against 449-513 on VNNI (K = 2048, N = 8192, M = 16-512, 2
 // threads), its two epilogues per group bounding both.
 //
-// K per tile product is one group because each has its own scales, so each product costs a tile store and a 16-row vector epilogue:
-// the tile unit idles. q8, K = 2048, N = 8192, M = 512, 2 threads: 1006
+// K per tile product is one group because each has its own scales, so each
+// product costs a tile store and a 16-row vector epilogue: the tile unit
+// idles. q8, K = 2048, N = 8192, M = 512, 2 threads: 1006
 // GOPS against 957 for the VNNI body on one Xeon, 915-938 against 586-614 on
 // another, 7% of the AMX-INT8 peak. Accumulating in the tiles across K needs
 // one scale per row and column (a per-channel format) or bf16 operands (the
@@ -784,7 +785,7 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
             };
             if (!amx8::kInPlace<W> && !stream) {
                 // A format that unpacks: each panel's chunk once for two
-                // 16-row blocks (their chunks of activations, 8 KiB each, and
+                // 16-row blocks (their chunks of activations, 4 KiB each, and
                 // the unpacked 4 KiB stay in L1).
                 alignas(64) std::byte bt[amx8::kUnpackChunkGroups * amx8::kBTileBytes];
                 constexpr int kSetRows = amx8::kUnpackRowBlocks * amx8::kRows;
