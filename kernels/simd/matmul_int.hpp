@@ -492,8 +492,8 @@ constexpr int kChunkGroups = 16;
 // Formats that unpack (kInPlace below) run one chunk of 8 groups of a panel,
 // unpacked once, for two 16-row blocks in turn. Measured on avx512-amx, q4k,
 // K = 2048 and 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2
-// threads, three alternated rounds): 784-857 GOPS at M = 64 against 699-774
-// unpacking in every tile, 667-734 against 655-698 at M = 512; one block
+// threads, three alternated rounds): 773-857 GOPS at M = 64 against 699-775
+// unpacking in every tile, 667-734 against 655-716 at M = 512; one block
 // per chunk or 16 groups fell in between, 4-group chunks lost (the tile's
 // pipeline restarts, y is reloaded, per chunk).
 constexpr int kUnpackChunkGroups = 8;
@@ -502,19 +502,19 @@ constexpr int kUnpackRowBlocks = 2;
 // q8): 12 to 32 measured alike, 4 slower.
 constexpr size_t kStreamAhead = 16;
 
-struct Pipe {
-    const TileArgs* t;
-    long stride;
-    alignas(64) int32_t c[3][kRows * kPanelRows];  // stored C, a ring of 3
-    int g0;                                        // the tile's first group
-    alignas(64) std::byte b[2][kQuads * 64];       // B tiles unpacked by load(), one per slot
-};
-
 // A format whose blocks are B tiles as they lie (q8) says kBTileInPlace;
 // every other one unpacks its load steps into a B tile per group.
 template <class W>
 constexpr bool kInPlace = requires { W::kBTileInPlace; };
 constexpr size_t kBTileBytes = kQuads * 64;
+
+struct Pipe {
+    const TileArgs* t;
+    long stride;
+    alignas(64) int32_t c[3][kRows * kPanelRows];  // stored C, a ring of 3
+    int g0;                                        // the tile's first group
+    alignas(64) std::byte b[2][kBTileBytes];       // B tiles unpacked by load(), one per slot
+};
 
 // Group g of a panel as a B tile at dst.
 template <class W>
@@ -775,10 +775,13 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                     t.pf[0] = panel(pan) + amx8::kStreamAhead * W::kBlockBytes;
                     t.pf_len = panel_bytes;
                 } else if (i + (i1 - i0) < half && next < p1) {
-                    const size_t len = size_t(g1 - g0) * W::kBlockBytes;
+                    // The chunk's bytes of the next panel (super-block
+                    // formats interleave their scales with the groups).
+                    const std::byte* c0 = W::block(panel(next), g0);
+                    const size_t len = size_t(W::block(panel(next), g1) - c0);
                     const size_t nb = size_t(rv - r0) / amx8::kRows;
                     const size_t jb = size_t(r - r0) / amx8::kRows;
-                    t.pf[0] = panel(next) + size_t(g0) * W::kBlockBytes + len * jb / nb;
+                    t.pf[0] = c0 + len * jb / nb;
                     t.pf_len = len * (jb + 1) / nb - len * jb / nb;
                 }
                 amx8::tile<W>(t, g0, g1, g0 == 0);
