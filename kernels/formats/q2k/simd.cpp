@@ -12,7 +12,7 @@ namespace {
 // 16 has its own scale and min: the tile runs a group's halves as two
 // sub-groups. vec::load_q2's operands sum to Σ n·q_x from 0 on every target,
 // so a sub-group starts at 0; its epilogue is q4k's with the sub-block's own
-// Σ q_x (corr_lo for the first 16, corr - corr_lo for the second).
+// Σ q_x (from corr_lo for the first 16, corr_hi for the second).
 struct Q2kWeights {
     static constexpr int kSubs = 2;
     static constexpr size_t kBlockBytes = sizeof(Q2kGroup);  // a group; super-blocks add d and dmin
@@ -39,17 +39,16 @@ struct Q2kWeights {
     static Scales scales(const std::byte* blk, int g, int s, int vp) {
         const auto* grp = reinterpret_cast<const Q2kGroup*>(blk);
         const auto* sup = reinterpret_cast<const Q2kSuper*>(blk - size_t(g % kQ2kGroups) * sizeof(Q2kGroup));
-        // The byte sc | m << 4 as a float b: m = trunc(b / 16), sc = b - 16·m (exact).
-        const vec::F b = vec::load_u8(grp->sm[s] + kL * vp);
-        const vec::F m = vec::trunc(vec::mul(b, vec::set1(1.0f / 16.0f)));
-        const vec::F sc = vec::sub(b, vec::mul(m, vec::set1(16.0f)));
+        // The byte sc | m << 4.
+        vec::F sc, m;
+        vec::load_nibbles(grp->sm[s] + kL * vp, sc, m);
         return {vec::mul(vec::load(sup->d + kL * vp), sc), vec::mul(vec::load(sup->dmin + kL * vp), m), s};
     }
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
         float x_s;
         std::memcpy(&x_s, row + a.scale_off + 4 * size_t(g), 4);
-        const int32_t lo = load_i32(row + a.corr_lo_off + 4 * size_t(g));
-        const int32_t sum_x = (s.sub == 0 ? lo : load_i32(row + a.corr_off + 4 * size_t(g)) - lo) / -128;
+        // The half's Σ q_x from its corr = -128 · Σ q_x (a shift: exact on multiples of 128).
+        const int32_t sum_x = -(load_i32(row + (s.sub == 0 ? a.corr_lo_off : a.corr_hi_off) + 4 * size_t(g)) >> 7);
         f = vec::fma(vec::to_float(acc), vec::mul(s.ws, vec::set1(x_s)), f);
         return vec::fma(s.wm, vec::set1(-(x_s * float(sum_x))), f);
     }

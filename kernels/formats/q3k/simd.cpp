@@ -10,7 +10,7 @@ namespace {
 
 // q3k: Q3_K super-blocks (kernels/formats/q3k/layout.hpp). Each group's two
 // halves of 16 k have their own scales: the tile runs them as two sub-groups,
-// each starting at -128 · its own Σ q_x (corr_lo, and corr - corr_lo).
+// each starting at -128 · its own Σ q_x (corr_lo, corr_hi).
 struct Q3kWeights {
     static constexpr int kSubs = 2;
     static constexpr size_t kBlockBytes = sizeof(Q3kGroup);  // a group; super-blocks add scales and d
@@ -19,8 +19,7 @@ struct Q3kWeights {
     static constexpr size_t kPrefetchBlocks = 20;
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int s) {
         if (!vec::kDotBiased) return 0;
-        const int32_t lo = load_i32(row + a.corr_lo_off + 4 * size_t(g));
-        return s == 0 ? lo : load_i32(row + a.corr_off + 4 * size_t(g)) - lo;
+        return load_i32(row + (s == 0 ? a.corr_lo_off : a.corr_hi_off) + 4 * size_t(g));
     }
     static const std::byte* block(const std::byte* panel, int g) {
         return panel + size_t(g / kQ3kGroups) * sizeof(Q3kSuper) + size_t(g % kQ3kGroups) * sizeof(Q3kGroup);
@@ -40,23 +39,16 @@ struct Q3kWeights {
     struct Scales {
         vec::F ws;  // d·(sc - 32) of kL rows (exact)
     };
-    // The 6-bit scales of sub-block 2g' + s (g' = g % 8) from their two bytes,
-    // in float arithmetic that is exact on bytes: a field of c is
-    // trunc(c / 2^shift) less its higher bits.
+    // The 6-bit scale of sub-block 2g' + s (g' = g % 8): bits 0-3 in nibble s
+    // of sc_lo[g'], bits 4-5 at bits 2i, 2i + 1 of sc_hi[g' / 2], i = 2(g' % 2)
+    // + s (vec::load_u6, integer lanes).
     static Scales scales(const std::byte* blk, int g, int s, int vp) {
         const int gs = g % kQ3kGroups;
         const auto* sup = reinterpret_cast<const Q3kSuper*>(blk - size_t(gs) * sizeof(Q3kGroup));
-        const vec::F lo_byte = vec::load_u8(sup->sc_lo[gs] + kL * vp);
-        const vec::F hi_byte = vec::load_u8(sup->sc_hi[gs / 2] + kL * vp);
-        const vec::F sixteenth = vec::trunc(vec::mul(lo_byte, vec::set1(1.0f / 16)));  // the high nibble
-        const vec::F lo = s == 0 ? vec::fma(sixteenth, vec::set1(-16.0f), lo_byte) : sixteenth;
-        // Bits 2i, 2i + 1 of the byte, i = 2(g' % 2) + s.
-        static constexpr float kDiv[4] = {1.0f, 1.0f / 4, 1.0f / 16, 1.0f / 64};
-        const int i = 2 * (gs % 2) + s;
-        const vec::F above = vec::trunc(vec::mul(hi_byte, vec::set1(kDiv[i])));
-        const vec::F hi = vec::fma(vec::trunc(vec::mul(above, vec::set1(0.25f))), vec::set1(-4.0f), above);
-        const vec::F sc = vec::add(vec::fma(hi, vec::set1(16.0f), lo), vec::set1(-32.0f));
-        return {vec::mul(vec::load(sup->d + kL * vp), sc)};
+        const uint8_t* lo = sup->sc_lo[gs] + kL * vp;
+        const uint8_t* hi = sup->sc_hi[gs / 2] + kL * vp;
+        const vec::F sc = gs % 2 == 0 ? vec::load_u6(lo, 4 * s, hi, 2 * s) : vec::load_u6(lo, 4 * s, hi, 4 + 2 * s);
+        return {vec::mul(vec::load(sup->d + kL * vp), vec::sub(sc, vec::set1(32.0f)))};
     }
     static vec::F finish(const Scales& s, vec::I acc, const std::byte* row, const Q8ActLayout& a, int g, vec::F f) {
         float x_s;

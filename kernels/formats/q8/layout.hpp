@@ -35,7 +35,7 @@ constexpr int q8_groups(int k) { return (k + kQ8Group - 1) / kQ8Group; }
 
 // A quantized activation row: int8 q[k_pad] (signed), float scale[G],
 // int32 corr[G] = -128 · Σ q of the group, int32 corr_lo[G] and corr_hi[G] =
-// -128 · Σ q of the group's first and last 16 (q6k's sub-blocks), float
+// -128 · Σ q of the group's first and last 16 (the sub-blocks of q6k, q3k, q2k), float
 // neg_xsum[G] = -(scale · float(Σ q)), the group's -Σ x as its quantized
 // values give it (the min term of the affine formats, q4k's epilogue); rows
 // are `stride` bytes apart (a multiple of 64).

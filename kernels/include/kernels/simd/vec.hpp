@@ -53,6 +53,12 @@
 //    weight bytes, so the caller's sum is q8's); load_nl4_vbmi (AVX-512 with
 //    STATICLM_VEC_VBMI, where CpuFeatures::avx512_vbmi) gives the same bytes
 //    in 3 ops per 64 bytes instead of 5;
+//  - load_u6(lo, ls, hi, hs): kLanes 6-bit values as floats, bits 0-3 from
+//    bits ls .. ls + 3 of the bytes at lo (ls 0 or 4) and bits 4-5 from bits
+//    hs, hs + 1 of the bytes at hi (hs 0, 2, 4 or 6): q3k's scales, in integer
+//    lanes (the float decode it replaced took twice the instructions);
+//    load_nibbles(p, lo, hi): the low and high nibbles of kLanes bytes as
+//    floats (q2k's scales and mins);
 //  - load_q2(p, s, lo, hi): the 2-bit values n in [0, 3] at bits s, s + 1
 //    (lo) and s + 2, s + 3 (hi) of each of one load_q's bytes, as two dot4
 //    operands whose dot4 sum started at 0 is Σ n·x on every target: the
@@ -107,6 +113,21 @@ inline F load_bf16(const uint16_t* p, bool odd) {
 // kLanes bytes as floats (unsigned).
 inline F load_u8(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline F load_u6(const uint8_t* lo, int ls, const uint8_t* hi, int hs) {
+    const __m512i l = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo)));
+    const __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)));
+    const __m512i h45 = _mm512_and_si512(
+        hs <= 4 ? _mm512_slli_epi32(h, unsigned(4 - hs)) : _mm512_srli_epi32(h, unsigned(hs - 4)),
+        _mm512_set1_epi32(0x30));
+    // (l >> ls) & 0x0f | h45 (vpternlogd 0xea: A & B | C).
+    const __m512i l03 = ls == 0 ? l : _mm512_srli_epi32(l, unsigned(ls));
+    return _mm512_cvtepi32_ps(_mm512_ternarylogic_epi32(l03, _mm512_set1_epi32(0x0f), h45, 0xea));
+}
+inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0x0f)));
+    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
 }
 inline void store(float* p, F v) { _mm512_storeu_ps(p, v); }
 inline void store_part(float* p, F v, int n) {
@@ -206,8 +227,9 @@ inline void load_q6(const uint8_t* p, const uint8_t* hp, int s, Q& lo, Q& hi) {
     const __m512i hl = s == 0 ? _mm512_slli_epi16(h, 4) : h;
     const __m512i hh = s == 0 ? _mm512_slli_epi16(h, 2) : _mm512_srli_epi16(h, 2);
     // 16-bit shifts: the masks keep only bits that came from the same byte.
-    lo = _mm512_or_si512(_mm512_and_si512(v, m4), _mm512_and_si512(hl, m2));
-    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_and_si512(hh, m2));
+    // vpternlogd 0xea: A & B | C.
+    lo = _mm512_ternarylogic_epi32(v, m4, _mm512_and_si512(hl, m2), 0xea);
+    hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), m4, _mm512_and_si512(hh, m2), 0xea);
 }
 inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b1, Q& lo, Q& hi) {
     const __m512i v = _mm512_loadu_si512(p), m = _mm512_set1_epi8(0x60), top = _mm512_set1_epi8(char(0x80));
@@ -216,10 +238,11 @@ inline void load_q3(const uint8_t* p, int s, const uint8_t* b0, const uint8_t* b
     std::memcpy(&k1, b1, 8);
     // Bits s, s + 1 and s + 2, s + 3 to bits 5-6 (16-bit shifts: the mask keeps
     // only bits of the same byte).
-    const __m512i l = _mm512_and_si512(s == 0 ? _mm512_slli_epi16(v, 5) : _mm512_slli_epi16(v, 1), m);
-    const __m512i h = _mm512_and_si512(s == 0 ? _mm512_slli_epi16(v, 3) : _mm512_srli_epi16(v, 1), m);
-    lo = _mm512_mask_add_epi8(l, _cvtu64_mask64(k0), l, top);
-    hi = _mm512_mask_add_epi8(h, _cvtu64_mask64(k1), h, top);
+    const __m512i l = s == 0 ? _mm512_slli_epi16(v, 5) : _mm512_slli_epi16(v, 1);
+    const __m512i h = s == 0 ? _mm512_slli_epi16(v, 3) : _mm512_srli_epi16(v, 1);
+    // Bits 5-6 of l and h, bit 7 where the plane's bit is set (vpternlogd 0xea: A & B | C).
+    lo = _mm512_ternarylogic_epi32(l, m, _mm512_maskz_mov_epi8(_cvtu64_mask64(k0), top), 0xea);
+    hi = _mm512_ternarylogic_epi32(h, m, _mm512_maskz_mov_epi8(_cvtu64_mask64(k1), top), 0xea);
 }
 inline I q3_dot(I acc) { return _mm512_srai_epi32(acc, 5); }
 inline void load_q2(const uint8_t* p, int s, Q& lo, Q& hi) {
@@ -311,6 +334,19 @@ inline F load_bf16(const uint16_t* p, bool odd) {
 }
 inline F load_u8(const uint8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+inline F load_u6(const uint8_t* lo, int ls, const uint8_t* hi, int hs) {
+    const __m256i l = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo)));
+    const __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi)));
+    const __m256i h45 = _mm256_and_si256(
+        hs <= 4 ? _mm256_slli_epi32(h, 4 - hs) : _mm256_srli_epi32(h, hs - 4), _mm256_set1_epi32(0x30));
+    const __m256i l03 = _mm256_and_si256(ls == 0 ? l : _mm256_srli_epi32(l, ls), _mm256_set1_epi32(0x0f));
+    return _mm256_cvtepi32_ps(_mm256_or_si256(l03, h45));
+}
+inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    lo = _mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(0x0f)));
+    hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
 }
 inline void store(float* p, F v) { _mm256_storeu_ps(p, v); }
 inline void store_part(float* p, F v, int n) {
@@ -562,6 +598,20 @@ inline F load_u8(const uint8_t* p) {
     alignas(64) float tmp[kLanes];
     for (int i = 0; i < kLanes; ++i) tmp[i] = float(p[i]);
     return F::load_aligned(tmp);
+}
+inline F load_u6(const uint8_t* lo, int ls, const uint8_t* hi, int hs) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) tmp[i] = float(((lo[i] >> ls) & 15) | (((hi[i] >> hs) & 3) << 4));
+    return F::load_aligned(tmp);
+}
+inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
+    alignas(64) float l[kLanes], h[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+        l[i] = float(p[i] & 15);
+        h[i] = float(p[i] >> 4);
+    }
+    lo = F::load_aligned(l);
+    hi = F::load_aligned(h);
 }
 inline void store(float* p, F v) { v.store_unaligned(p); }
 inline void store_part(float* p, F v, int n) {
