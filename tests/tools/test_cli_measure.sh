@@ -87,12 +87,15 @@ contains '"threads": 2,'
 contains '"prefill": {"tokens": 16, "tok_per_s": '
 contains '"decode": {"tokens": 4, "tok_per_s": '
 contains '"machine": {"read_gb_per_s": '
+contains '"read_median_gb_per_s": '
+contains '"ratio_to_median_read": '
 contains '"amx_int8_gops": '
 contains '"amx_int8_k32_gops": '
 expect 0 "bench text output with scaling" -- "$bin" bench --synthetic tiny-llama --weights f16 \
     --threads 1,2 --pp 8 --tg 2 --reps 1
 contains "model tiny-llama, weights f16"
 contains "of fp32 peak"
+contains "of the median pass)"
 contains "scaling 1 -> 2 threads: prefill "
 # --depth: one object per depth, the passes after that many tokens in the cache.
 expect 0 "bench --depth 0,48 --json" -- "$bin" bench --synthetic tiny-llama --threads 1 --depth 0,48 \
