@@ -455,7 +455,12 @@ void tile(const TileArgs& t) {
 // q3k, q2k) stay on the VNNI tile: run on AMX as two steps per group, each
 // sub-group's B tile the group's with the other's rows zero, q6k ran
 // 392-436 GOPS against 449-513 on VNNI (K = 2048, N = 8192, M = 16-512, 2
-// threads), its two epilogues per group bounding both.
+// threads), its two epilogues per group bounding both. As two K = 16
+// products per group (16-byte A and 4-row B tiles, C pairs double-buffered,
+// 2026-12-04) q6k ran 562-575 against 614-634, q3k 556-586 against 558-566,
+// q2k 404-412 against 529-533 (M = 64 and 512): the per-row epilogue of
+// each half (load, start value, convert, scale, FMA; q2k adds its min
+// term) costs what the VNNI tile's dot steps cost.
 //
 // K per tile product is one group because each has its own scales, so each
 // product costs a tile store and a 16-row vector epilogue: the tile unit
