@@ -70,6 +70,7 @@ inline int32_t group_acc_init(const std::byte* row, const Q8ActLayout& a, int g)
 template <class D>
 struct HalfScaleGroups {
     static constexpr int kSubs = 1;
+    static constexpr bool kStartsAtCorr = true;  // the AMX tile's signed B (amx8::kSignedB)
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
         return group_acc_init(row, a, g);
     }
@@ -446,12 +447,18 @@ void tile(const TileArgs& t) {
 //
 // The B operand of a tile dot product is 8 rows of 64 bytes, row j holding
 // quad j (4 consecutive k) of each of 16 output columns: exactly the bytes a
-// VNNI dot step of a format takes (W::load), and exactly q8's block q as it
-// lies, which is loaded in place. A is 16 activation rows × the group's 32
-// int8 (row stride a.stride). tdpbsud (A signed, B unsigned) leaves the 16 ×
-// 16 int32 sums the VNNI tile accumulates; the epilogue starts them at
-// W::acc_init and runs the VNNI tile's own W::finish, so the results are
-// bit-identical to the avx512 table's. Formats with sub-groups of 16 (q6k,
+// VNNI dot step of a format takes (W::load), unpacked per group, and
+// exactly q8's block q as it lies, which is loaded in place. A is 16
+// activation rows × the group's 32 int8 (row stride a.stride). tdpbsud (A
+// signed, B unsigned) leaves the 16 × 16 int32 sums the VNNI tile
+// accumulates; the epilogue starts them at W::acc_init and runs the VNNI
+// tile's own W::finish, so the results are bit-identical to the avx512
+// table's. Formats whose bytes are a signed value + 128 and whose sums start
+// at the activations' corr = -128 · Σ x (W::kStartsAtCorr: q4, q5, iq4nl,
+// iq4xs; q8's bytes too, but it stays in place) unpack the bytes xor 0x80,
+// the signed values, and multiply with tdpbssd: the same sums with no start
+// value, which saves each row of the epilogue a broadcast and an add.
+// Formats with sub-groups of 16 (q6k,
 // q3k, q2k) stay on the VNNI tile: run on AMX as two steps per group, each
 // sub-group's B tile the group's with the other's rows zero, q6k ran
 // 392-436 GOPS against 449-513 on VNNI (K = 2048, N = 8192, M = 16-512, 2
@@ -494,8 +501,8 @@ inline void configure() {
 // Groups per tile call: 16 rows × 512 k of activations (8 KiB) stay in L1
 // while the panels of a block stream past them.
 constexpr int kChunkGroups = 16;
-// Formats that unpack (kInPlace below) run one chunk of 8 groups of a panel,
-// unpacked once, for two 16-row blocks in turn. Measured on avx512-amx, q4k,
+// From 32 rows on, each chunk of 8 groups of a panel is unpacked once, for
+// two 16-row blocks in turn. Measured on avx512-amx, q4k,
 // K = 2048 and 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2
 // threads, three alternated rounds): 773-857 GOPS at M = 64 against 699-775
 // unpacking in every tile, 667-734 against 655-716 at M = 512; one block
@@ -508,9 +515,19 @@ constexpr int kUnpackRowBlocks = 2;
 constexpr size_t kStreamAhead = 16;
 
 // A format whose blocks are B tiles as they lie (q8) says kBTileInPlace;
-// every other one unpacks its load steps into a B tile per group.
+// every other one unpacks its load steps into a B tile per group, as signed
+// bytes (tdpbssd) where its sums start at corr. (q8 unpacked that way ran
+// 1062-1183 GOPS against 1183-1256 in place at K = 2048, N = 8192, M = 64
+// and 512: the unpack cost more than the start values it saved.)
 template <class W>
 constexpr bool kInPlace = requires { W::kBTileInPlace; };
+template <class W>
+constexpr bool kSignedB = [] {
+    if constexpr (requires { W::kStartsAtCorr; })
+        return W::kStartsAtCorr && !kInPlace<W>;
+    else
+        return false;
+}();
 constexpr size_t kBTileBytes = kQuads * 64;
 
 struct Pipe {
@@ -530,7 +547,10 @@ inline void unpack(const std::byte* panel, int g, std::byte* dst) {
     for (int jl = 0; jl < kQuads / QL; ++jl) {
         vec::Q w[QL];
         W::load(blk, jl, 0, w);
-        for (int h = 0; h < QL; ++h) _mm512_store_si512(dst + 64 * (jl * QL + h), w[h]);
+        for (int h = 0; h < QL; ++h) {
+            if constexpr (kSignedB<W>) w[h] = _mm512_xor_si512(w[h], _mm512_set1_epi8(char(0x80)));
+            _mm512_store_si512(dst + 64 * (jl * QL + h), w[h]);
+        }
     }
 }
 
@@ -558,21 +578,25 @@ inline void load(Pipe& p, int g) {
 }
 
 // The product of operand slot S into C tile C (0-2).
-template <int C, int S>
+template <class W, int C, int S>
 inline void product() {
+#define SLM_PRODUCT(c, a, b)                          \
+    if constexpr (kSignedB<W>) SLM_TILE_DPBSSD(c, a, b); \
+    else SLM_TILE_DPBSUD(c, a, b);
     if constexpr (C == 0) {
         SLM_TILE_ZERO(0);
-        if constexpr (S == 0) SLM_TILE_DPBSUD(0, 3, 5);
-        else SLM_TILE_DPBSUD(0, 4, 6);
+        if constexpr (S == 0) { SLM_PRODUCT(0, 3, 5) }
+        else { SLM_PRODUCT(0, 4, 6) }
     } else if constexpr (C == 1) {
         SLM_TILE_ZERO(1);
-        if constexpr (S == 0) SLM_TILE_DPBSUD(1, 3, 5);
-        else SLM_TILE_DPBSUD(1, 4, 6);
+        if constexpr (S == 0) { SLM_PRODUCT(1, 3, 5) }
+        else { SLM_PRODUCT(1, 4, 6) }
     } else {
         SLM_TILE_ZERO(2);
-        if constexpr (S == 0) SLM_TILE_DPBSUD(2, 3, 5);
-        else SLM_TILE_DPBSUD(2, 4, 6);
+        if constexpr (S == 0) { SLM_PRODUCT(2, 3, 5) }
+        else { SLM_PRODUCT(2, 4, 6) }
     }
+#undef SLM_PRODUCT
 }
 
 template <int C>
@@ -590,7 +614,8 @@ inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, const typen
                          vec::F f) {
     const Q8ActLayout& a = *t.a;
     const std::byte* row = t.act + size_t(r) * a.stride;
-    const vec::I v = vec::iadd(_mm512_load_si512(c + kPanelRows * r), vec::iset1(W::acc_init(row, a, g, 0)));
+    vec::I v = _mm512_load_si512(c + kPanelRows * r);
+    if constexpr (!kSignedB<W>) v = vec::iadd(v, vec::iset1(W::acc_init(row, a, g, 0)));
     return W::finish(sc, v, row, a, g, f);
 }
 
@@ -624,7 +649,7 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     // Step at group g, g % 6 == P (see TileConfig).
     auto step = [&]<int P>(int g) SLM_INLINE {
         if (g + 2 < g1) load<W, P % 2>(p, g + 2);
-        if (g + 1 < g1) product<(P + 1) % 3, (P + 1) % 2>();
+        if (g + 1 < g1) product<W, (P + 1) % 3, (P + 1) % 2>();
         if (g < g1) {
             store<P % 3>(p.c[P % 3]);
             if (t.pf_len) prefetch_share(t.pf[0], t.pf_len, g - g0, g1 - g0);
@@ -633,7 +658,7 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     };
     load<W, 0>(p, g0);
     if (g0 + 1 < g1) load<W, 1>(p, g0 + 1);
-    product<0, 0>();
+    product<W, 0, 0>();
     for (int g = g0;; g += 6) {
         step.template operator()<0>(g);
         if (g + 1 > g1 + 1) break;

@@ -49,6 +49,9 @@ inline void release() { __asm__ volatile("tilerelease" ::: "memory"); }
 // c += a (signed int8) · b (unsigned int8), 4-byte dot products into int32.
 #define SLM_TILE_DPBSUD(c, a, b) \
     __asm__ volatile("tdpbsud %%tmm" #b ", %%tmm" #a ", %%tmm" #c :::)
+// c += a (signed int8) · b (signed int8).
+#define SLM_TILE_DPBSSD(c, a, b) \
+    __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c :::)
 // c += a · b, bf16 pairs into fp32.
 #define SLM_TILE_DPBF16PS(c, a, b) \
     __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c :::)
