@@ -70,7 +70,8 @@ inline int32_t group_acc_init(const std::byte* row, const Q8ActLayout& a, int g)
 template <class D>
 struct HalfScaleGroups {
     static constexpr int kSubs = 1;
-    static constexpr bool kStartsAtCorr = true;  // the AMX tile's signed B (amx8::kSignedB)
+    // Bytes a signed value + 128, sums from corr: the AMX tile's signed B (amx8::kSignedB).
+    static constexpr bool kStartsAtCorr = true;
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
         return group_acc_init(row, a, g);
     }
@@ -577,10 +578,11 @@ inline void load(Pipe& p, int g) {
     }
 }
 
-// The product of operand slot S into C tile C (0-2).
+// The product of operand slot S into C tile C (0-2): signed B (tdpbssd) where
+// kSignedB<W>, else unsigned (tdpbsud).
 template <class W, int C, int S>
 inline void product() {
-#define SLM_PRODUCT(c, a, b)                          \
+#define SLM_PRODUCT(c, a, b)                             \
     if constexpr (kSignedB<W>) SLM_TILE_DPBSSD(c, a, b); \
     else SLM_TILE_DPBSUD(c, a, b);
     if constexpr (C == 0) {
@@ -614,9 +616,9 @@ inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, const typen
                          vec::F f) {
     const Q8ActLayout& a = *t.a;
     const std::byte* row = t.act + size_t(r) * a.stride;
-    vec::I v = _mm512_load_si512(c + kPanelRows * r);
-    if constexpr (!kSignedB<W>) v = vec::iadd(v, vec::iset1(W::acc_init(row, a, g, 0)));
-    return W::finish(sc, v, row, a, g, f);
+    const vec::I sum = _mm512_load_si512(c + kPanelRows * r);
+    if constexpr (kSignedB<W>) return W::finish(sc, sum, row, a, g, f);
+    return W::finish(sc, vec::iadd(sum, vec::iset1(W::acc_init(row, a, g, 0))), row, a, g, f);
 }
 
 #define SLM_INLINE __attribute__((always_inline))

@@ -16,7 +16,8 @@ namespace {
 template <bool Vbmi>
 struct Iq4xsWeights {
     static constexpr int kSubs = 1;
-    static constexpr bool kStartsAtCorr = true;  // the AMX tile's signed B (amx8::kSignedB)
+    // Bytes a signed value + 128, sums from corr: the AMX tile's signed B (amx8::kSignedB).
+    static constexpr bool kStartsAtCorr = true;
     static constexpr size_t kBlockBytes = sizeof(Iq4xsGroup);  // a group; super-blocks add d
     static constexpr int kQuadsPerLoad = 2;
     static constexpr size_t kPrefetchBlocks = 4;  // as iq4nl: about the same bytes per group
