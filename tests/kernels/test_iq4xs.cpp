@@ -233,6 +233,9 @@ TEST_CASE("iq4xs matmul equals the reference exactly on every target (GGUF block
         for (int threads : {1, 2}) {
             check_matmul(kt, 100, 17, 512, threads, true, rng);  // rows split
             check_matmul(kt, 29, 200, 256, threads, true, rng);  // panels split
+            // avx512-amx (signed B tiles): 16 and 24 rows stream one block,
+            // 53 run a pair of blocks on unpacked chunks, a lone one and 5 rows on VNNI.
+            for (int m : {16, 24, 53}) check_matmul(kt, m, 33, 512, threads, true, rng);
             for (int m : {1, 7, 17}) check_matmul(kt, m, 33, 512, threads, true, rng, 16);
         }
     });
