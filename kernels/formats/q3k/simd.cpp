@@ -41,7 +41,8 @@ struct Q3kWeights {
     };
     // The 6-bit scale of sub-block 2g' + s (g' = g % 8): bits 0-3 in nibble s
     // of sc_lo[g'], bits 4-5 at bits 2i, 2i + 1 of sc_hi[g' / 2], i = 2(g' % 2)
-    // + s (vec::load_u6, integer lanes).
+    // + s (vec::load_u6, integer lanes; one call per parity of g' keeps its
+    // shift counts immediates).
     static Scales scales(const std::byte* blk, int g, int s, int vp) {
         const int gs = g % kQ3kGroups;
         const auto* sup = reinterpret_cast<const Q3kSuper*>(blk - size_t(gs) * sizeof(Q3kGroup));
