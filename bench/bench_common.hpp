@@ -41,9 +41,11 @@ void release_matmul_weights();
 // Frees the K/V cache copies bench_attention keeps between benchmarks.
 void release_kv_copies();
 
-// Weights read per M=1 call are kept out of the cache by rotating among copies
-// of at least this many bytes in total (LLC here is 32 MiB).
-constexpr size_t kRotationBytes = size_t{256} << 20;
+// Weights read per M=1 call (and decode's K/V) are kept out of the cache by
+// rotating among copies of at least rotation_bytes() in total: 256 MiB, or
+// twice the last-level cache where that is larger (a Xeon VM here reports a
+// 480 MiB L3, which held all of a 256 MiB rotation).
+size_t rotation_bytes();
 // Number of copies of `bytes` each that rotation needs (1 in quick mode).
 int rotation_copies(size_t bytes);
 

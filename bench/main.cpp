@@ -3,6 +3,7 @@
 // ratio to the ceilings of this same run, ending with a headline summary.
 // Own flags: --threads N, --quick, --mean, --ceilings-only, --ceiling-isa avx512|avx2;
 // everything else goes to Google Benchmark (--benchmark_filter=..., ...).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -207,9 +208,18 @@ void print_summary(const SummaryReporter& rep, const Options& o) {
 const Options& options() { return g_options; }
 const Ceilings& ceilings() { return g_ceilings; }
 
+size_t rotation_bytes() {
+    static const size_t bytes = [] {
+        const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        return std::max(size_t{256} << 20, llc > 0 ? 2 * size_t(llc) : 0);
+    }();
+    return bytes;
+}
+
 int rotation_copies(size_t bytes) {
-    if (g_options.quick || bytes == 0 || bytes >= kRotationBytes) return 1;
-    return int((kRotationBytes + bytes - 1) / bytes) + 1;
+    const size_t total = rotation_bytes();
+    if (g_options.quick || bytes == 0 || bytes >= total) return 1;
+    return int((total + bytes - 1) / bytes) + 1;
 }
 
 void fill_f32(float* x, size_t n, uint64_t seed, float amplitude) {
@@ -249,9 +259,9 @@ int main(int argc, char** argv) {
     const Options& o = g_options;
     const char* target = kernels::target_name(kernels::best_target());
     std::printf("bench_kernels: kernel target %s, %d thread%s%s; matmul/attention figures "
-                "from the %s call\n",
+                "from the %s call; M = 1 weights and decode K/V rotated through %zu MiB\n",
                 target, o.threads, o.threads == 1 ? "" : "s", o.quick ? ", quick subset" : "",
-                o.mean ? "mean" : "fastest");
+                o.mean ? "mean" : "fastest", o.quick ? size_t{0} : rotation_bytes() >> 20);
     std::fflush(stdout);
 
     g_ceilings = measure_ceilings(o.threads, o.quick, o.ceiling_isa);
