@@ -309,12 +309,13 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // q: [NH][d_pad] scaled queries (stride d_pad); s: [NH][stile]; red: [NH][kW][kW].
 // Partial sums are parked in red and every kW keys reduced by hsum_rows;
 // entries nk .. round_up(nk, kW) are left stale. With prefetch (the item's
-// first lane block), each block of kW keys first prefetches its V rows (pv_tile
-// reads them after the whole tile is scored, and with wide heads in several
-// passes of row strides that the hardware prefetchers do not follow) and the
-// K rows kPrefetchKeys ahead, up to `ahead` keys from the tile's first (the
-// keys of this call's range, [kb, kend), that follow contiguously). K and V
-// then come in as one steady stream instead of two that restart every tile.
+// first lane block), each group of keys scored together first prefetches its
+// own V rows (pv_tile reads them after the whole tile is scored, and with wide
+// heads in several passes of row strides that the hardware prefetchers do not
+// follow) and the K rows kPrefetchKeys ahead, up to `ahead` keys from the
+// tile's first (the keys of this call's range, [kb, kend), that follow
+// contiguously). K and V then come in as one steady stream instead of two that
+// restart every tile, a few rows per group rather than a burst per kW keys.
 //
 // Measured (Xeon model 207 VM, avx512-vnni, 2 threads, `bench_kernels
 // --benchmark_filter='^attn_decode/hd(64|128)/q32kv8/ctx16384'`, alternated
@@ -322,29 +323,59 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // needed several passes: there, for 4-lane items, head_dim > 64, 2026-12-04):
 // d64 f16 14.3 -> 18.3 GB/s, q8 10.8 -> 14.6; d128 f16 15.3 -> 18.3, q8 12.2
 // -> 13.9; 32 or 64 keys ahead was no better than 16 (d64 q8 12.2 and 11.7).
+// Spreading the prefetches over the groups instead of a burst of 2 × kW rows
+// at each kW keys (Xeon VM with AMX, the same rows with --mean and K/V
+// rotated through 1 GiB, three alternated rounds, 2026-12-05): d64 f16
+// 20.3-21.8 -> 22.9-23.7 GB/s, q8 17.8-17.9 -> 18.2-19.1; d128 f16 19.7-20.4
+// -> 23.8-24.2, q8 17.7-17.8 -> 20.6-21.1. 8 or 32 keys ahead: no better.
 constexpr int kPrefetchKeys = 16;
+
+// One cache line into L1. Inline asm on x86-64: at -O3 GCC 12 deleted the
+// whole loop of prefetch_rows when it was written with __builtin_prefetch and
+// an early return (a loop with no other effect), which silently lost the
+// gain measured below.
+inline void prefetch_line(const char* p) {
+#if defined(__x86_64__)
+    asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+    __builtin_prefetch(p, 0, 3);
+#endif
+}
+
+// Prefetches rows [r0, r1) of a cache (rows ld elements apart) into L1.
+template <class T>
+inline void prefetch_rows(const T* base, size_t ld, int r0, int r1) {
+    if (r0 >= r1) return;
+    const char* b0 = reinterpret_cast<const char*>(base + size_t(r0) * ld);
+    const size_t bytes = size_t(r1 - r0) * ld * sizeof(T);
+    for (size_t b = 0; b < bytes; b += 64) prefetch_line(b0 + b);
+}
+
+// Before scoring keys [j, j + n): their V rows and the K rows kPrefetchKeys
+// further on, both clipped to the `ahead` contiguous keys.
+template <class T>
+inline void prefetch_keys(const T* k, const T* v, size_t ld, int j, int n, int ahead) {
+    prefetch_rows(k, ld, j + kPrefetchKeys, std::min(ahead, j + kPrefetchKeys + n));
+    prefetch_rows(v, ld, j, std::min(ahead, j + n));
+}
 
 template <int NH, class T>
 void score_tile(const float* q, int d_pad, const T* k, const T* v, int d, int nk, float* s,
                 int stile, float* red, bool prefetch, int ahead) {
     constexpr int kKeys = std::min(4, kAccRegs / NH);
-    const size_t ld = row_len<T>(d), row_bytes = ld * sizeof(T);
+    const size_t ld = row_len<T>(d);
     for (int j0 = 0; j0 < nk; j0 += kW) {
         const int nj = std::min(kW, nk - j0);
-        const char* vb = reinterpret_cast<const char*>(v + size_t(j0) * ld);
-        if (prefetch) {
-            for (size_t b = 0; b < size_t(nj) * row_bytes; b += 64) __builtin_prefetch(vb + b, 0, 3);
-            const int k0 = j0 + kPrefetchKeys, k1 = std::min(ahead, k0 + kW);
-            if (k0 < k1) {
-                const char* kb = reinterpret_cast<const char*>(k + size_t(k0) * ld);
-                for (size_t b = 0; b < size_t(k1 - k0) * row_bytes; b += 64) __builtin_prefetch(kb + b, 0, 3);
-            }
-        }
         const T* kr = k + size_t(j0) * ld;
         int jj = 0;
-        for (; jj + kKeys <= nj; jj += kKeys)
+        for (; jj + kKeys <= nj; jj += kKeys) {
+            if (prefetch) prefetch_keys(k, v, ld, j0 + jj, kKeys, ahead);
             score_keys<NH, kKeys>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
-        for (; jj < nj; ++jj) score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
+        }
+        for (; jj < nj; ++jj) {
+            if (prefetch) prefetch_keys(k, v, ld, j0 + jj, 1, ahead);
+            score_keys<NH, 1>(q, d_pad, kr + size_t(jj) * ld, d, red, jj);
+        }
         for (int h = 0; h < NH; ++h) {
             F rows[kW];
             for (int i = 0; i < kW; ++i) rows[i] = vec::load(red + (h * kW + i) * kW);
