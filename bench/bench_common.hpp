@@ -42,9 +42,9 @@ void release_matmul_weights();
 void release_kv_copies();
 
 // Weights read per M=1 call (and decode's K/V) are kept out of the cache by
-// rotating among copies of at least rotation_bytes() in total: 256 MiB, or
-// twice the last-level cache where that is larger (a Xeon VM here reports a
-// 480 MiB L3, which held all of a 256 MiB rotation).
+// rotating among copies of at least rotation_bytes() in total: twice the
+// last-level cache, at least 256 MiB and at most 4 GiB (a Xeon VM here
+// reports a 480 MiB L3, which held all of a 256 MiB rotation).
 size_t rotation_bytes();
 // Number of copies of `bytes` each that rotation needs (1 in quick mode).
 int rotation_copies(size_t bytes);

@@ -210,8 +210,9 @@ const Ceilings& ceilings() { return g_ceilings; }
 
 size_t rotation_bytes() {
     static const size_t bytes = [] {
-        const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        return std::max(size_t{256} << 20, llc > 0 ? 2 * size_t(llc) : 0);
+        const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);  // 0 or -1 where unknown
+        const size_t want = llc > 0 ? 2 * size_t(llc) : 0;
+        return std::clamp(want, size_t{256} << 20, size_t{4} << 30);
     }();
     return bytes;
 }
