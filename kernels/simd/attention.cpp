@@ -325,15 +325,16 @@ inline void score_keys(const float* q, int d_pad, const T* k, int d, float* red,
 // -> 13.9; 32 or 64 keys ahead was no better than 16 (d64 q8 12.2 and 11.7).
 // Spreading the prefetches over the groups instead of a burst of 2 × kW rows
 // at each kW keys (Xeon VM with AMX, the same rows with --mean and K/V
-// rotated through 1 GiB, three alternated rounds, 2026-12-05): d64 f16
-// 20.3-21.8 -> 22.9-23.7 GB/s, q8 17.8-17.9 -> 18.2-19.1; d128 f16 19.7-20.4
-// -> 23.8-24.2, q8 17.7-17.8 -> 20.6-21.1. 8 or 32 keys ahead: no better.
+// rotated through about 1 GiB, three alternated rounds, 2026-12-05): d64 f16
+// 21.2-21.9 -> 24.6-24.9 GB/s, q8 15.7-18.1 -> 16.9-19.5; d128 f16 19.9-20.7
+// -> 23.8-24.5, q8 17.8-18.0 -> 21.4-21.5. 4, 8 or 32 keys ahead, other
+// hints and a second (L2) level: no better (docs/PERFORMANCE.md).
 constexpr int kPrefetchKeys = 16;
 
 // One cache line into L1. Inline asm on x86-64: at -O3 GCC 12 deleted the
 // whole loop of prefetch_rows when it was written with __builtin_prefetch and
 // an early return (a loop with no other effect), which silently lost the
-// gain measured below.
+// gain measured above.
 inline void prefetch_line(const char* p) {
 #if defined(__x86_64__)
     asm volatile("prefetcht0 %0" : : "m"(*p));
