@@ -260,9 +260,13 @@ int main(int argc, char** argv) {
     const Options& o = g_options;
     const char* target = kernels::target_name(kernels::best_target());
     std::printf("bench_kernels: kernel target %s, %d thread%s%s; matmul/attention figures "
-                "from the %s call; M = 1 weights and decode K/V rotated through %zu MiB\n",
+                "from the %s call; M = 1 weights and decode K/V ",
                 target, o.threads, o.threads == 1 ? "" : "s", o.quick ? ", quick subset" : "",
-                o.mean ? "mean" : "fastest", o.quick ? size_t{0} : rotation_bytes() >> 20);
+                o.mean ? "mean" : "fastest");
+    if (o.quick)
+        std::printf("not rotated (one copy, from cache)\n");
+    else
+        std::printf("rotated through %zu MiB\n", rotation_bytes() >> 20);
     std::fflush(stdout);
 
     g_ceilings = measure_ceilings(o.threads, o.quick, o.ceiling_isa);
