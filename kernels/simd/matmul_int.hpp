@@ -456,9 +456,21 @@ void tile(const TileArgs& t) {
 // tile's own W::finish, so the results are bit-identical to the avx512
 // table's. Formats whose bytes are a signed value + 128 and whose sums start
 // at the activations' corr = -128 · Σ x (W::kStartsAtCorr: q4, q5, iq4nl,
-// iq4xs; q8's bytes too, but it stays in place) unpack the bytes xor 0x80,
-// the signed values, and multiply with tdpbssd: the same sums with no start
-// value, which saves each row of the epilogue a broadcast and an add.
+// iq4xs) unpack the bytes xor 0x80, the signed values, and multiply with
+// tdpbssd: the same sums with no start value, which saves each row of the
+// epilogue a broadcast and an add. q8's bytes are the same kind but its B
+// tile is loaded in place: its sums start at corr inside the tiles, with a
+// second product of the same A tile and a tile of bytes -128 (tdpbssd,
+// tmm7, loaded by configure()): Σ x·(q + 128) + Σ x·(-128) = Σ x·q, the
+// same int32 as sum + corr. The second product adds 16 cycles of the tile
+// unit per group, which is not what bounds a group (below); the add per row
+// and group, on the vector ports, was. Measured on avx512-amx
+// (2 threads, alternated with the add, three rounds of bench_kernels): q8
+// K 2048 / N 8192 M 16 / 64 / 512 1055-1191 / 1107-1229 / 1042-1160 GOPS
+// against 1048-1088 / 1097-1149 / 1038-1092, K 8192 / N 2048 1033-1122 /
+// 1032-1132 / 938-1037 against 963-999 / 927-1038 / 865-914; `staticlm
+// bench --synthetic llama-3.2-1b --batch 1,16,32` B = 16 231-234 tok/s
+// against 219-220, B = 32 260-263 against 249.
 // Formats with sub-groups of 16 (q6k,
 // q3k, q2k) stay on the VNNI tile: run on AMX as two steps per group, each
 // sub-group's B tile the group's with the other's rows zero, q6k ran
@@ -482,21 +494,32 @@ namespace amx8 {
 constexpr int kRows = 16;  // activation rows per tile
 
 // Palette 1: tmm0-2 = C (16 × 16 int32); tmm3, tmm4 = A (16 rows × 32 int8);
-// tmm5, tmm6 = B (8 rows × 64 bytes). Step g of the pipeline loads group
+// tmm5, tmm6 = B (8 rows × 64 bytes); tmm7 = 8 rows × 64 bytes -128, q8's
+// start values (kCorrTile). Step g of the pipeline loads group
 // g + 2's operands, starts group g + 1's product, stores group g's result
 // and finishes group g - 2 (the vector loads then read a tile store issued
 // two steps earlier).
 constexpr amx::TileConfig tile_config() {
     amx::TileConfig c;
-    for (int i = 0; i < 7; ++i) {
+    for (int i = 0; i < 8; ++i) {
         c.rows[i] = i >= 5 ? 8 : 16;
         c.colsb[i] = i == 3 || i == 4 ? 32 : 64;
     }
     return c;
 }
+struct alignas(64) MinusTile {
+    int8_t b[8 * 64];
+};
+constexpr MinusTile minus_tile() {
+    MinusTile t{};
+    for (int8_t& v : t.b) v = -128;
+    return t;
+}
 inline void configure() {
     static constexpr amx::TileConfig kConfig = tile_config();
+    static constexpr MinusTile kMinus = minus_tile();
     amx::configure(kConfig);
+    SLM_TILE_LOAD(7, kMinus.b, 64);
 }
 
 // Groups per tile call: 16 rows × 512 k of activations (8 KiB) stay in L1
@@ -526,6 +549,15 @@ template <class W>
 constexpr bool kSignedB = [] {
     if constexpr (requires { W::kStartsAtCorr; })
         return W::kStartsAtCorr && !kInPlace<W>;
+    else
+        return false;
+}();
+// q8: B in place, and the start values corr added by a second product of
+// each A tile with tmm7 (see above).
+template <class W>
+constexpr bool kCorrTile = [] {
+    if constexpr (requires { W::kStartsAtCorr; })
+        return W::kStartsAtCorr && kInPlace<W>;
     else
         return false;
 }();
@@ -579,12 +611,16 @@ inline void load(Pipe& p, int g) {
 }
 
 // The product of operand slot S into C tile C (0-2): signed B (tdpbssd) where
-// kSignedB<W>, else unsigned (tdpbsud).
+// kSignedB<W>, else unsigned (tdpbsud), and with kCorrTile<W> A times tmm7.
 template <class W, int C, int S>
 inline void product() {
-#define SLM_PRODUCT(c, a, b)                             \
-    if constexpr (kSignedB<W>) SLM_TILE_DPBSSD(c, a, b); \
-    else SLM_TILE_DPBSUD(c, a, b);
+#define SLM_PRODUCT(c, a, b)                                    \
+    if constexpr (kSignedB<W>) {                                \
+        SLM_TILE_DPBSSD(c, a, b);                               \
+    } else {                                                    \
+        SLM_TILE_DPBSUD(c, a, b);                               \
+        if constexpr (kCorrTile<W>) SLM_TILE_DPBSSD(c, a, 7);   \
+    }
     if constexpr (C == 0) {
         SLM_TILE_ZERO(0);
         if constexpr (S == 0) { SLM_PRODUCT(0, 3, 5) }
@@ -617,7 +653,7 @@ inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, const typen
     const Q8ActLayout& a = *t.a;
     const std::byte* row = t.act + size_t(r) * a.stride;
     const vec::I sum = _mm512_load_si512(c + kPanelRows * r);
-    if constexpr (kSignedB<W>) return W::finish(sc, sum, row, a, g, f);
+    if constexpr (kSignedB<W> || kCorrTile<W>) return W::finish(sc, sum, row, a, g, f);
     return W::finish(sc, vec::iadd(sum, vec::iset1(W::acc_init(row, a, g, 0))), row, a, g, f);
 }
 
