@@ -522,9 +522,22 @@ inline void configure() {
     SLM_TILE_LOAD(7, kMinus.b, 64);
 }
 
-// Groups per tile call: 16 rows × 512 k of activations (8 KiB) stay in L1
-// while the panels of a block stream past them.
-constexpr int kChunkGroups = 16;
+// Groups per tile call of a format loaded in place (q8), and the cache block
+// of its row blocks of 32 and more (kBlockBytes below is the VNNI tiles'):
+// 64 groups (k = 2048, 16 rows of activations 32 KiB, from L1 and L2) and
+// blocks of 150 KiB, against 16 groups (8 KiB, all in L1) and 300 KiB before.
+// A tile call restarts the pipeline and reloads and stores its 16 rows of y;
+// longer calls and a prefetch of the next block that is nearer keep the
+// tiles busier. Measured on avx512-amx, q8, 2 threads, alternated:
+// bench_kernels K 2048 / N 2048 M 64 / 512 1169-1198 / 1152-1226 GOPS →
+// 1379-1392 / 1387-1389 (the chunk alone: 1381-1402 / 1424-1436), K 2048 /
+// N 8192 1313-1364 / 1278-1306 → 1549-1558 / 1440-1521, K 8192 / N 2048
+// 1205-1248 / 1100-1162 → 1401-1405 / 1330-1333, M = 16 (one streaming
+// block) unchanged; `staticlm bench --synthetic llama-3.2-1b --batch 32`
+// 254-275 tok/s → 285-302 (the chunk alone 271-287). 128 groups measured
+// like 64; one pair of panels per block like two.
+constexpr int kChunkGroups = 64;
+constexpr size_t kInPlaceBlockBytes = 150 * 1024;
 // From 32 rows on, each chunk of 8 groups of a panel is unpacked once, for
 // two 16-row blocks in turn. Measured on avx512-amx, q4k,
 // K = 2048 and 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2
@@ -773,8 +786,8 @@ void tile_rows(const TileArgs& t, int mr) {
 // next one, prefetched meanwhile, fit in L2 together.
 constexpr int kPairsPerBlock = 4;
 constexpr size_t kBlockBytes = 300 * 1024;
-inline int pairs_per_block(size_t panel_bytes) {
-    return int(std::clamp<size_t>(kBlockBytes / (2 * panel_bytes), 1, kPairsPerBlock));
+inline int pairs_per_block(size_t panel_bytes, size_t block_bytes = kBlockBytes) {
+    return int(std::clamp<size_t>(block_bytes / (2 * panel_bytes), 1, kPairsPerBlock));
 }
 
 // Activation rows per unit of a row split: AMX tiles take 16.
@@ -816,8 +829,14 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
     // whose next-block prefetch in slices did not keep up with the tiles;
     // at B = 32 (two blocks) the cache blocks stay ahead (229 against 224).
     bool stream = false;
-    if constexpr (Amx) stream = rv - r0 == kRowUnit<Amx>;
-    const int block_pairs = stream ? 1 : pairs_per_block(panel_bytes);
+    size_t block_bytes = kBlockBytes;
+#if defined(STATICLM_AMX)
+    if constexpr (Amx) {
+        stream = rv - r0 == kRowUnit<Amx>;
+        if (amx8::kInPlace<W> && rv > r0) block_bytes = amx8::kInPlaceBlockBytes;
+    }
+#endif
+    const int block_pairs = stream ? 1 : pairs_per_block(panel_bytes, block_bytes);
     for (int i0 = 0; i0 < half; i0 += block_pairs) {
         const int i1 = std::min(half, i0 + block_pairs);
 #if defined(STATICLM_AMX)

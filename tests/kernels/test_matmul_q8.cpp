@@ -414,9 +414,11 @@ TEST_CASE("q8 matmul equals the reference exactly on every target (exact fp32 su
             check_matmul(table_for(t), 64, 33, 100, threads, true, rng);
             check_matmul(table_for(t), 100, 17, 33, threads, true, rng);  // rows split
             check_matmul(table_for(t), 29, 200, 64, threads, true, rng);  // panels split
-            // 19 groups: avx512-amx's 16-row tiles run K in chunks of 16
-            // groups, the sums kept in y between chunks.
+            // 19 and 66 groups: avx512-amx's 16-row tiles run K in chunks of
+            // 64 groups, the sums kept in y between chunks; 13 panels are
+            // 4 cache blocks of 2 pairs at k = 2100.
             check_matmul(table_for(t), 37, 40, 600, threads, true, rng);
+            check_matmul(table_for(t), 37, 200, 2100, threads, true, rng);
             // 16-31 rows: avx512-amx streams each panel whole through one
             // 16-row tile (prefetching ahead in it) and the rows after it on
             // VNNI; 19 groups reach past the prefetch distance.
