@@ -538,15 +538,22 @@ inline void configure() {
 // like 64; one pair of panels per block like two.
 constexpr int kChunkGroups = 64;
 constexpr size_t kInPlaceBlockBytes = 150 * 1024;
-// From 32 rows on, each chunk of 8 groups of a panel is unpacked once, for
-// two 16-row blocks in turn. Measured on avx512-amx, q4k,
-// K = 2048 and 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2
-// threads, three alternated rounds): 773-857 GOPS at M = 64 against 699-775
-// unpacking in every tile, 667-734 against 655-716 at M = 512; one block
-// per chunk or 16 groups fell in between, 4-group chunks lost (the tile's
-// pipeline restarts, y is reloaded, per chunk).
-constexpr int kUnpackChunkGroups = 8;
-constexpr int kUnpackRowBlocks = 2;
+// From 32 rows on, each chunk of 64 groups of a panel (32 KiB of B tiles) is
+// unpacked once, for up to eight 16-row blocks in turn, each of which runs
+// the chunk in one tile call. Measured on avx512-amx, q4k, K = 2048 and
+// 8192, N = 2048 and 8192, M = 64 and 512 (bench_kernels, 2 threads, three
+// alternated rounds, 2026-12-04): 773-857 GOPS at M = 64 against 699-775
+// unpacking in every tile, 667-734 against 655-716 at M = 512 (8-group
+// chunks for two blocks); 2026-12-05, the same shapes and q5 and iq4xs,
+// against 8 groups for two blocks, two rounds: 64 groups for eight blocks
+// q4k K 2048 M 64 / 512 985-1080 / 919-960 GOPS against 964-966 / 845-876,
+// K 8192 928-1017 / 899-967 against 855-911 / 752-767, q5 and iq4xs
+// +5-25%; 64 groups for two blocks no better than 8, 32 for two or four and
+// 64 for four in between, 64 for sixteen like eight.
+// Each call restarts the tile's pipeline and loads and stores y, which
+// 8-group calls paid every 8 groups (as q8's 16-group calls did, kChunkGroups).
+constexpr int kUnpackChunkGroups = 64;
+constexpr int kUnpackRowBlocks = 8;
 // A streaming tile's prefetch distance in its panel, in groups (8.7 KiB of
 // q8): 12 to 32 measured alike, 4 slower.
 constexpr size_t kStreamAhead = 16;
@@ -874,9 +881,9 @@ void run_range(const MatmulOut& o, const Q8ActLayout& a, const std::byte* act, i
                 amx8::tile<W>(t, g0, g1, g0 == 0);
             };
             if (!amx8::kInPlace<W> && !stream) {
-                // A format that unpacks: each panel's chunk once for two
-                // 16-row blocks (their chunks of activations, 4 KiB each, and
-                // the unpacked 4 KiB stay in L1).
+                // A format that unpacks: each panel's chunk once for up to
+                // eight 16-row blocks (the unpacked 32 KiB stay in L1 and L2
+                // while the blocks' activations stream past).
                 alignas(64) std::byte bt[amx8::kUnpackChunkGroups * amx8::kBTileBytes];
                 constexpr int kSetRows = amx8::kUnpackRowBlocks * amx8::kRows;
                 for (int rs = r0; rs < rv; rs += kSetRows) {

@@ -351,9 +351,11 @@ TEST_CASE("low-bit matmuls equal the reference exactly on every target (exact fp
                 check_matmul(*f, kt, 64, 33, 100, threads, true, rng);
                 check_matmul(*f, kt, 100, 17, 33, threads, true, rng);  // rows split
                 check_matmul(*f, kt, 29, 200, 64, threads, true, rng);  // panels split
-                // avx512-amx: three AMX blocks (a pair, then one) over chunks
-                // of 8 groups and a tail of 2, then 5 rows on VNNI.
+                // avx512-amx: three AMX blocks over one chunk of 10 groups,
+                // then 5 rows on VNNI; nine blocks (a set of eight, then one)
+                // over chunks of 64 groups and a tail of 2.
                 check_matmul(*f, kt, 53, 33, 300, threads, true, rng);
+                check_matmul(*f, kt, 150, 33, 2100, threads, true, rng);
                 for (int m : {1, 7, 17}) check_matmul(*f, kt, m, 33, 100, threads, true, rng, 16);
             }
         });
@@ -618,7 +620,7 @@ TEST_CASE("q4k and q5k matmuls equal the reference exactly on every target (exac
     for_each_target([&](const KernelTable& kt) {
         const AffineK& fmt = *fp;
         CAPTURE(fmt.name);
-        for (const int k : {256, 768})
+        for (const int k : {256, 768, 2304})  // 2304: a chunk of 64 groups and 8 more
             for (const int n : {1, 16, 33}) {
                 const Q4kFields f = random_q4k(n, k, true, rng, fmt.levels);
                 Buffer buf(packed_bytes(fmt.type, n, k));
@@ -628,8 +630,8 @@ TEST_CASE("q4k and q5k matmuls equal the reference exactly on every target (exac
                 std::vector<float> ws, wm;
                 q4k_ref_scales(f, ws, wm);
                 // avx512-amx: 16 and 24 rows stream one AMX block, 53 run
-                // three (a pair and one) and five rows on VNNI.
-                for (const int m : {0, 1, 2, 6, 7, 13, 16, 24, 40, 53})
+                // three and five rows on VNNI, 150 nine (eight, then one).
+                for (const int m : {0, 1, 2, 6, 7, 13, 16, 24, 40, 53, 150})
                     for (const int threads : {1, 2}) check_affine_k_matmul(kt, w, f.q, ws, wm, m, threads, true, rng);
             }
     });
