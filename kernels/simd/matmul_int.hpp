@@ -532,8 +532,9 @@ inline void configure() {
 // bench_kernels K 2048 / N 2048 M 64 / 512 1169-1198 / 1152-1226 GOPS →
 // 1379-1392 / 1387-1389 (the chunk alone: 1381-1402 / 1424-1436), K 2048 /
 // N 8192 1313-1364 / 1278-1306 → 1549-1558 / 1440-1521, K 8192 / N 2048
-// 1205-1248 / 1100-1162 → 1401-1405 / 1330-1333, M = 16 (one streaming
-// block) unchanged; `staticlm bench --synthetic llama-3.2-1b --batch 32`
+// 1205-1248 / 1100-1162 → 1401-1405 / 1330-1331 (another script: 1133-1155
+// / 1039-1113 → 1266-1408 / 1184-1196), M = 16 (one streaming block)
+// unchanged; `staticlm bench --synthetic llama-3.2-1b --batch 32`
 // 254-275 tok/s → 285-302 (the chunk alone 271-287). 128 groups measured
 // like 64; one pair of panels per block like two.
 constexpr int kChunkGroups = 64;
