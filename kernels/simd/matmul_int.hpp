@@ -566,22 +566,20 @@ constexpr size_t kStreamAhead = 16;
 // and 512: the unpack cost more than the start values it saved.)
 template <class W>
 constexpr bool kInPlace = requires { W::kBTileInPlace; };
+// Sums that start at the activations' corr (W::kStartsAtCorr): those that
+// unpack flip their bytes to signed B (kSignedB); q8, in place, adds corr
+// by a second product of each A tile with tmm7 (kCorrTile, see above).
 template <class W>
-constexpr bool kSignedB = [] {
+constexpr bool kStartsAtCorr = [] {
     if constexpr (requires { W::kStartsAtCorr; })
-        return W::kStartsAtCorr && !kInPlace<W>;
+        return W::kStartsAtCorr;
     else
         return false;
 }();
-// q8: B in place, and the start values corr added by a second product of
-// each A tile with tmm7 (see above).
 template <class W>
-constexpr bool kCorrTile = [] {
-    if constexpr (requires { W::kStartsAtCorr; })
-        return W::kStartsAtCorr && kInPlace<W>;
-    else
-        return false;
-}();
+constexpr bool kSignedB = kStartsAtCorr<W> && !kInPlace<W>;
+template <class W>
+constexpr bool kCorrTile = kStartsAtCorr<W> && kInPlace<W>;
 constexpr size_t kBTileBytes = kQuads * 64;
 
 struct Pipe {
