@@ -58,7 +58,15 @@ void Sampler::reset(const SamplingOptions& o) {
 int Sampler::candidates(std::span<const float> logits, std::span<const int> recent,
                         std::span<const uint64_t> allowed, int& n_out) {
     const int vocab = int(work_.size());
+    if (logits.size() < size_t(vocab))
+        throw Error(ErrorKind::input, "sampler: " + std::to_string(logits.size()) + " logits for a vocabulary of " +
+                                          std::to_string(vocab));
     ++step_;
+    const bool greedy = !(options_.temperature >= kGreedyTemperature);
+    // Greedy with nothing to adjust: the argmax of the logits as they are,
+    // without the copy.
+    if (greedy && allowed.empty() && options_.repetition_penalty == 1.0f)
+        return kernels::table().argmax(logits.data(), vocab);
     std::copy(logits.begin(), logits.begin() + vocab, work_.begin());
     if (!allowed.empty()) apply_token_mask(work_, allowed);
     if (options_.repetition_penalty != 1.0f) {
@@ -75,7 +83,7 @@ int Sampler::candidates(std::span<const float> logits, std::span<const int> rece
     }
     // Tiny temperatures are greedy too: 1/T would overflow to inf, and 0 * inf
     // turns the best logit into NaN.
-    if (!(options_.temperature >= kGreedyTemperature)) return kernels::table().argmax(work_.data(), vocab);
+    if (greedy) return kernels::table().argmax(work_.data(), vocab);
 
     // Candidates: the top_k largest (or all), sorted descending.
     const int k = options_.top_k > 0 ? std::min(options_.top_k, vocab) : vocab;

@@ -110,6 +110,29 @@ TEST_CASE("temperatures whose reciprocal overflows sample greedily") {
     CHECK(sampler.sample(logits, {}) == best);
 }
 
+TEST_CASE("greedy sampling: the first largest logit; a mask and a penalty still apply; short logits refused") {
+    // 1000 logits (63 vectors of 16 and a tail): the largest value twice, at
+    // 700 and 901, so the answer is the first; then a mask without 700 and a
+    // penalty on 700 move it to 901.
+    std::vector<float> logits(1000);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::cos(float(i) * 0.11f);
+    logits[700] = 9.0f;
+    logits[901] = 9.0f;
+    Sampler sampler(int(logits.size()), SamplingOptions{});
+    CHECK(sampler.sample(logits, {}) == 700);
+    std::vector<uint64_t> allowed((logits.size() + 63) / 64, ~uint64_t(0));
+    allowed[700 / 64] &= ~(uint64_t(1) << (700 % 64));
+    CHECK(sampler.sample(logits, {}, allowed) == 901);
+    SamplingOptions pen;
+    pen.repetition_penalty = 1.5f;
+    Sampler penalised(int(logits.size()), pen);
+    const std::vector<int> recent{700};
+    CHECK(penalised.sample(logits, recent) == 901);
+    CHECK(penalised.sample(logits, {}) == 700);
+    const std::span<const float> short_logits(logits.data(), 999);
+    CHECK_THROWS_WITH_AS(sampler.sample(short_logits, {}), "sampler: 999 logits for a vocabulary of 1000", Error);
+}
+
 TEST_CASE("generate: the token callback sees every token, can stop, and -1 runs to capacity") {
     const auto model = fixture();
     Session s(model, small(24));

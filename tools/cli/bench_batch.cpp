@@ -13,6 +13,7 @@
 
 #include "staticlm/batch_session.hpp"
 #include "staticlm/error.hpp"
+#include "staticlm/generate.hpp"
 #include "commands.hpp"
 
 namespace staticlm::cli {
@@ -46,8 +47,6 @@ Stat stat(const std::vector<double>& v) {
     s.sd = v.size() > 1 ? std::sqrt(ss / double(v.size() - 1)) : 0.0;
     return s;
 }
-
-int argmax(std::span<const float> l) { return int(std::max_element(l.begin(), l.end()) - l.begin()); }
 
 struct BatchRow {
     int batch = 0;
@@ -129,9 +128,12 @@ int cmd_bench_batch(const Args& a) {
     for (int B : batches) {
         BatchSession bs(model, {B, bo});
         std::vector<int> slots(static_cast<size_t>(B)), next(static_cast<size_t>(B));
+        // Greedy sampling as batch jobs run it (BatchSession's slots): one
+        // Sampler per sequence, the kernels' argmax.
+        std::vector<Sampler> samplers(size_t(B), Sampler(c.vocab, SamplingOptions{}));
         for (int s = 0; s < B; ++s) {
             slots[size_t(s)] = s;
-            next[size_t(s)] = argmax(bs.prefill(s, ids(ctx, 7919 * s)));
+            next[size_t(s)] = samplers[size_t(s)].sample(bs.prefill(s, ids(ctx, 7919 * s)), {});
         }
         std::vector<double> tps;
         double cpu = 0, wall = 0;
@@ -140,7 +142,7 @@ int cmd_bench_batch(const Args& a) {
             const auto t0 = Clock::now();
             for (int i = 0; i < tg; ++i) {
                 bs.decode(slots, next);
-                for (int s = 0; s < B; ++s) next[size_t(s)] = argmax(bs.logits(s));
+                for (int s = 0; s < B; ++s) next[size_t(s)] = samplers[size_t(s)].sample(bs.logits(s), {});
             }
             const double w = seconds_since(t0);
             cpu += cpu_seconds() - c0;
