@@ -390,15 +390,17 @@ bool forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& 
     if (a.dump) a.dump("final_norm", -1, ws.xn, rows, c.hidden, h);
     const size_t v = size_t(c.vocab);
     // The head in pieces of at most logits_rows rows ([logits_rows][V] is
-    // all the room there is; the caller takes each piece in on_rows).
-    const int piece = std::min(rows, ws.logits_rows());
+    // all the room there is; the caller takes each piece in on_rows), or in
+    // one piece into the caller's logits_out.
+    float* const out = a.logits_out ? a.logits_out : ws.logits;
+    const int piece = a.logits_out ? rows : std::min(rows, ws.logits_rows());
     if (piece < rows && !a.on_rows.fn) return false;  // a caller's mistake: every Session path sets it
     for (int r0 = 0; r0 < rows; r0 += piece) {
         const int n = std::min(piece, rows - r0);
-        kernels::matmul(kt, w.lm_head, ws.xn + size_t(r0) * h, h, n, ws.logits, v, ws.matmul_scratch, a.n_threads);
-        if (c.logits_divisor != 1.0f) kt.scale(ws.logits, size_t(n) * v, 1.0f / c.logits_divisor);
-        if (c.final_softcap > 0.0f) kt.softcap(ws.logits, size_t(n) * v, c.final_softcap);
-        if (a.dump) a.dump("logits", -1, ws.logits, n, c.vocab, v);
+        kernels::matmul(kt, w.lm_head, ws.xn + size_t(r0) * h, h, n, out, v, ws.matmul_scratch, a.n_threads);
+        if (c.logits_divisor != 1.0f) kt.scale(out, size_t(n) * v, 1.0f / c.logits_divisor);
+        if (c.final_softcap > 0.0f) kt.softcap(out, size_t(n) * v, c.final_softcap);
+        if (a.dump) a.dump("logits", -1, out, n, c.vocab, v);
         if (a.on_rows.fn && !a.on_rows.fn(a.on_rows.ctx, r0, n)) return false;
     }
     return true;

@@ -43,6 +43,10 @@ struct BatchSession::Impl {
     Workspace ws_decode;                // R = S + draft rows, logits of every row
     int max_rows = 0;                   // R
     int last_rows = 0;                  // rows of the last decode step (row_logits)
+    // The last decode step's first slot when its rows were one token each of
+    // consecutive slots: the head wrote row r's logits straight into slot
+    // direct_first + r's (no copy); -1: rows in ws_decode, copied per slot.
+    int direct_first = -1;
     std::vector<float> logits;          // [S][vocab]: each slot's last logits
     std::vector<int> row_pos;           // [R] positions of a decode step's rows
     std::vector<StaticKVCache*> row_caches;  // [R]
@@ -199,6 +203,10 @@ void BatchSession::decode_runs(std::span<const int> slots, std::span<const int> 
     a.seqs = &rows;
     a.n_threads = s.rules.threads;
     a.logits = ForwardArgs::Logits::all;
+    bool direct = total == n;
+    for (int i = 1; i < n && direct; ++i) direct = slots[size_t(i)] == slots[0] + i;
+    s.direct_first = direct ? slots[0] : -1;
+    if (direct) a.logits_out = s.slot_logits(slots[0]);
     forward(*s.model, *s.rules.kt, s.seqs[size_t(slots[0])].cache, s.ws_decode, a);
     const size_t vocab = size_t(s.rules.vocab);
     r = 0;
@@ -207,7 +215,7 @@ void BatchSession::decode_runs(std::span<const int> slots, std::span<const int> 
         const int c = counts[size_t(i)];
         Sequence& q = s.seqs[size_t(slot)];
         r += size_t(c);
-        std::memcpy(s.slot_logits(slot), s.ws_decode.logits + (r - 1) * vocab, vocab * sizeof(float));
+        if (!direct) std::memcpy(s.slot_logits(slot), s.ws_decode.logits + (r - 1) * vocab, vocab * sizeof(float));
         q.wrote(q.pos, q.pos + c);
         q.pos += c;
     }
@@ -219,7 +227,9 @@ std::span<const float> BatchSession::row_logits(int row) const {
     if (row < 0 || row >= s.last_rows)
         throw Error(ErrorKind::input, "row " + std::to_string(row) + " outside the last decode step's 0.." +
                                           std::to_string(s.last_rows - 1));
-    return {s.ws_decode.logits + size_t(row) * size_t(s.rules.vocab), size_t(s.rules.vocab)};
+    const float* base = s.direct_first >= 0 ? s.logits.data() + size_t(s.direct_first) * size_t(s.rules.vocab)
+                                            : s.ws_decode.logits;
+    return {base + size_t(row) * size_t(s.rules.vocab), size_t(s.rules.vocab)};
 }
 
 int BatchSession::max_rows() const { return impl_->max_rows; }

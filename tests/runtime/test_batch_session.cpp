@@ -93,6 +93,14 @@ std::vector<Seq> run_batched(std::shared_ptr<const Model> model, const SessionOp
         std::vector<int> toks;
         for (int s : rows) toks.push_back(seqs[size_t(s)].ids[size_t(seqs[size_t(s)].done)]);
         bs.decode(rows, toks);
+        // Row i of the step is slot rows[i]'s logits, whether the head wrote
+        // the slots' logits directly (consecutive slots) or copied them.
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const auto row = bs.row_logits(int(i));
+            const auto slot = bs.logits(rows[i]);
+            REQUIRE(row.size() == slot.size());
+            CHECK(std::memcmp(row.data(), slot.data(), row.size() * sizeof(float)) == 0);
+        }
         for (int s : rows) {
             Seq& q = seqs[size_t(s)];
             ++q.done;

@@ -101,13 +101,17 @@ struct ForwardArgs {
     // head then runs on pieces of logits_rows rows (the same values: a row's
     // matmul does not depend on the rows next to it), each given to on_rows.
     enum class Logits { last, all, none } logits = Logits::last;
+    // Set: the logits land here instead (row i at logits_out + i·vocab), all
+    // rows in one piece (on_rows unused), where ws.logits holds fewer rows or
+    // the caller wants them in its own buffer without a copy.
+    float* logits_out = nullptr;
     RowsSink on_rows;
     int n_threads = 1;
     DumpSink dump;
     StopCheck stop;  // asked before every layer and before the head
 };
 
-// Runs the block; logits land in ws.logits. Token ids must already be valid.
+// Runs the block; logits land in ws.logits (or args.logits_out). Token ids must already be valid.
 // Returns false when args.stop asked to stop: the block is then incomplete
 // (some layers may have stored K/V of its positions, the logits are not set).
 bool forward(const Model& model, const kernels::KernelTable& kt, StaticKVCache& cache,
