@@ -38,7 +38,8 @@ struct SamplingOptions {
 class Sampler {
 public:
     Sampler(int vocab, const SamplingOptions& options);
-    // Picks the next token from logits [vocab]; `recent` feeds the repetition penalty.
+    // Picks the next token from logits [vocab] (fewer values: an input
+    // error); `recent` feeds the repetition penalty.
     // `allowed` (a token mask, bit t of word t/64; empty: all) sets the logits
     // of every other token to -inf before any transform.
     int sample(std::span<const float> logits, std::span<const int> recent, std::span<const uint64_t> allowed = {});

@@ -111,7 +111,7 @@ TEST_CASE("temperatures whose reciprocal overflows sample greedily") {
 }
 
 TEST_CASE("greedy sampling: the first largest logit; a mask and a penalty still apply; short logits refused") {
-    // 1000 logits (63 vectors of 16 and a tail): the largest value twice, at
+    // 1000 logits (no multiple of 64, so the argmax has a tail): the largest value twice, at
     // 700 and 901, so the answer is the first; then a mask without 700 and a
     // penalty on 700 move it to 901.
     std::vector<float> logits(1000);

@@ -128,8 +128,9 @@ int cmd_bench_batch(const Args& a) {
     for (int B : batches) {
         BatchSession bs(model, {B, bo});
         std::vector<int> slots(static_cast<size_t>(B)), next(static_cast<size_t>(B));
-        // Greedy sampling as batch jobs run it (BatchSession's slots): one
-        // Sampler per sequence, the kernels' argmax.
+        // Greedy picks as batch jobs make them: one Sampler per sequence
+        // (the kernels' argmax), here one sequence after another (batch jobs
+        // run the slots' samplers on the thread team).
         std::vector<Sampler> samplers(size_t(B), Sampler(c.vocab, SamplingOptions{}));
         for (int s = 0; s < B; ++s) {
             slots[size_t(s)] = s;
