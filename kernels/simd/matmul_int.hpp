@@ -70,7 +70,8 @@ inline int32_t group_acc_init(const std::byte* row, const Q8ActLayout& a, int g)
 template <class D>
 struct HalfScaleGroups {
     static constexpr int kSubs = 1;
-    // Bytes a signed value + 128, sums from corr: the AMX tile's signed B (amx8::kSignedB).
+    // Bytes a signed value + 128, sums from corr: on AMX signed B (amx8::kSignedB),
+    // or for q8, loaded in place, a start-value product (amx8::kCorrTile).
     static constexpr bool kStartsAtCorr = true;
     static int32_t acc_init(const std::byte* row, const Q8ActLayout& a, int g, int /*s*/) {
         return group_acc_init(row, a, g);
@@ -672,7 +673,7 @@ inline vec::F finish_row(const TileArgs& t, int g, const int32_t* c, const typen
     const Q8ActLayout& a = *t.a;
     const std::byte* row = t.act + size_t(r) * a.stride;
     const vec::I sum = _mm512_load_si512(c + kPanelRows * r);
-    if constexpr (kSignedB<W> || kCorrTile<W>) return W::finish(sc, sum, row, a, g, f);
+    if constexpr (kStartsAtCorr<W>) return W::finish(sc, sum, row, a, g, f);  // started in the tiles
     return W::finish(sc, vec::iadd(sum, vec::iset1(W::acc_init(row, a, g, 0))), row, a, g, f);
 }
 
