@@ -382,8 +382,8 @@ void tile(const TileArgs& t) {
         // dot steps; now 264). q8 on avx512-vnni, one thread, K 2048 / N 2048
         // M 16 / 512: 364-370 / 389-401 → 432 / 471-475 GOPS (2026-12-05;
         // with the step share below, M 16 and 64: q4 +15-20%, q4k +18-20%,
-        // q5 +11%, q6k unchanged). Single-row tiles
-        // keep the plain loop (with it q4 M 1 ran 7% slower from cache).
+        // q5 +11%, q6k unchanged). Single-row tiles keep the plain loop
+        // (with it q4 M 1 ran 7% slower from cache).
         int g = g_loop;
         if constexpr (MR > 1) asm("" : "+r"(g));
         const std::byte* blk[NP];
