@@ -175,7 +175,8 @@ inline F from_ps(F x, F) { return x; }
 inline I from_ps(F x, I) { return _mm512_castps_si512(x); }
 // v[0..15] reduced across lanes, lane i the result for v[i] (hmax_lanes,
 // ihsum_lanes): a transposing tree of 128-bit and 32-bit shuffles, 45
-// operations for all 16 (one hmax / ihsum takes about 8).
+// operations for all 16 (one hmax / ihsum takes about 8). Without NaN lanes
+// hmax_lanes gives hmax's values (a max is exact in any order).
 template <class V, class Op>
 inline V reduce_lanes(const V* v, Op op) {
     auto cast = [](V x) { return as_ps(x); };
@@ -200,7 +201,7 @@ inline V reduce_lanes(const V* v, Op op) {
     }
     // y[k]: chunk c from v[k + 4c].
     for (int k = 0; k < 4; ++k) y[k] = chunks(x[k], x[k + 4], C2020{}, C3131{});
-    // lane pairs (0, 1) of chunk c from v[4c] (z0) or v[4c + 2] (z1), (2, 3) from v[4c + 1] / v[4c + 3].
+    // Chunk c of z0: lanes 0-1 from v[4c], 2-3 from v[4c + 1]; of z1: v[4c + 2], v[4c + 3].
     const V z0 = pairs(y[0], y[1], C1010{}, C3232{}), z1 = pairs(y[2], y[3], C1010{}, C3232{});
     return pairs(z0, z1, C2020{}, C3131{});
 }
@@ -438,7 +439,7 @@ inline F from_ps(F x, F) { return x; }
 inline I from_ps(F x, I) { return _mm256_castps_si256(x); }
 // v[0..7] reduced across lanes, lane i the result for v[i] (hmax_lanes,
 // ihsum_lanes): a transposing tree of 128-bit and 32-bit shuffles, 21
-// operations for all 8.
+// operations for all 8. Without NaN lanes hmax_lanes gives hmax's values.
 template <class V, class Op>
 inline V reduce_lanes(const V* v, Op op) {
     auto cast = [](V x) { return as_ps(x); };
@@ -456,6 +457,7 @@ inline V reduce_lanes(const V* v, Op op) {
     for (int k = 0; k < 4; ++k)
         x[k] = op(back(_mm256_permute2f128_ps(cast(v[k]), cast(v[k + 4]), 0x20)),
                   back(_mm256_permute2f128_ps(cast(v[k]), cast(v[k + 4]), 0x31)));
+    // Half c of y0: lanes 0-1 from v[4c], 2-3 from v[4c + 1]; of y1: v[4c + 2], v[4c + 3].
     const V y0 = pairs(x[0], x[1], C1010{}, C3232{}), y1 = pairs(x[2], x[3], C1010{}, C3232{});
     return pairs(y0, y1, C2020{}, C3131{});
 }
