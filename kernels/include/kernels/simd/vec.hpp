@@ -176,18 +176,21 @@ inline I from_ps(F x, I) { return _mm512_castps_si512(x); }
 // v[0..15] reduced across lanes, lane i the result for v[i] (hmax_lanes,
 // ihsum_lanes): a transposing tree of 128-bit and 32-bit shuffles, 45
 // operations for all 16 (one hmax / ihsum takes about 8). Without NaN lanes
-// hmax_lanes gives hmax's values (a max is exact in any order).
+// hmax_lanes gives hmax's values (a max is exact in any order). Pairing v[k]
+// with v[k + 4], then the results k with k + 8, leaves chunk c holding
+// v[4c .. 4c + 3] in order. (The maskz forms: see load above.)
 template <class V, class Op>
 inline V reduce_lanes(const V* v, Op op) {
+    constexpr __mmask16 kAll = 0xffff;
     auto cast = [](V x) { return as_ps(x); };
     auto back = [](F x) { return from_ps(x, V{}); };
     auto chunks = [&](V a, V b, auto lo, auto hi) {  // chunk pairs of a and b, combined
-        return op(back(_mm512_shuffle_f32x4(cast(a), cast(b), decltype(lo)::value)),
-                  back(_mm512_shuffle_f32x4(cast(a), cast(b), decltype(hi)::value)));
+        return op(back(_mm512_maskz_shuffle_f32x4(kAll, cast(a), cast(b), decltype(lo)::value)),
+                  back(_mm512_maskz_shuffle_f32x4(kAll, cast(a), cast(b), decltype(hi)::value)));
     };
     auto pairs = [&](V a, V b, auto lo, auto hi) {  // lane pairs within each chunk
-        return op(back(_mm512_shuffle_ps(cast(a), cast(b), decltype(lo)::value)),
-                  back(_mm512_shuffle_ps(cast(a), cast(b), decltype(hi)::value)));
+        return op(back(_mm512_maskz_shuffle_ps(kAll, cast(a), cast(b), decltype(lo)::value)),
+                  back(_mm512_maskz_shuffle_ps(kAll, cast(a), cast(b), decltype(hi)::value)));
     };
     using C1010 = std::integral_constant<int, _MM_SHUFFLE(1, 0, 1, 0)>;
     using C3232 = std::integral_constant<int, _MM_SHUFFLE(3, 2, 3, 2)>;
@@ -302,27 +305,10 @@ inline X4 bcast4(const int8_t* p) {
 }
 inline I dot4(I acc, Q w, X4 x) { return _mm512_dpbusd_epi32(acc, w, x); }
 
-// out[j] = Σ lanes of rows[j], j < kLanes: a transpose-and-add tree (xsimd
-// 8.1's AVX-512 haddp returns the sums permuted). Each level adds the two
-// halves of every vector and packs two vectors into one; pairing r_i with
-// r_i+4 and then s_i with s_i+8 leaves lane k holding rows 4k .. 4k+3 in order.
+// out[j] = Σ lanes of rows[j], j < kLanes: reduce_lanes' tree (xsimd 8.1's
+// AVX-512 haddp returns the sums permuted).
 inline void hsum_rows(const F* rows, float* out) {
-    __m512 s[16];
-    for (int i : {0, 1, 2, 3, 8, 9, 10, 11}) {
-        const __m512 a = rows[i], b = rows[i + 4];
-        s[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(__mmask16(0xffff), a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_maskz_shuffle_f32x4(__mmask16(0xffff), a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    __m512 w[4];
-    for (int i = 0; i < 4; ++i)
-        w[i] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(__mmask16(0xffff), s[i], s[i + 8], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_maskz_shuffle_f32x4(__mmask16(0xffff), s[i], s[i + 8], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512 z0 = _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_maskz_shuffle_ps(__mmask16(0xffff), w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512 z1 = _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), w[2], w[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_maskz_shuffle_ps(__mmask16(0xffff), w[2], w[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_maskz_shuffle_ps(__mmask16(0xffff), z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_maskz_shuffle_ps(__mmask16(0xffff), z0, z1, _MM_SHUFFLE(3, 1, 3, 1))));
+    _mm512_storeu_ps(out, reduce_lanes(rows, [](F a, F b) { return _mm512_add_ps(a, b); }));
 }
 
 // AVX512-BF16 (vdpbf16ps), chosen at run time: functions using these carry
