@@ -253,7 +253,7 @@ inline void quantize_act_group(const float* x, float s, int8_t* q, int8_t* q2, v
 // One activation row, kL groups at a time: their maxima and sums are reduced
 // across lanes together (vec::hmax_lanes, ihsum_lanes) and their scales take
 // one division. A max and two sums per group, each reduced on its own, took
-// half of the row's time (AVX-512: 0.58 → 0.30 ns per value, 2026-12-05).
+// half of the row's time (AVX-512: 0.58 → 0.34 ns per value, 2026-12-05).
 void quantize_row(const float* x, const Q8ActLayout& a, std::byte* dst) {
     auto* q = reinterpret_cast<int8_t*>(dst);
     int8_t* q2 = a.planes == 2 ? q + a.plane_bytes : nullptr;
