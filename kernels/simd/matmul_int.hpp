@@ -374,7 +374,11 @@ inline void prefetch_share(const std::byte* p, size_t len, int g, int n_groups) 
 // group g takes the lines [g·step, (g + 1)·step) (the last groups may take
 // none). prefetch_share's two 64-bit divisions per group and panel cost the
 // 6-row VNNI tile 5%: q8 K 2048 / N 2048 M 512 470-473 → 492-496 GOPS
-// (avx512-vnni on the AMX Xeon, one thread, 2026-12-05; M 16 unchanged).
+// (avx512-vnni on the AMX Xeon, one thread, 2026-12-05; M 16 unchanged),
+// and the AMX tiles more (the divisions share port 0 with the epilogue):
+// q8 K 2048 / N 8192 M 16 / 64 / 512 1206-1275 / 1371-1539 / 1324-1441 →
+// 1363-1394 / 1620-1633 / 1497-1546 GOPS, K 8192 / N 2048 +5-6% (2 threads,
+// two alternated rounds; q4k, bound by its epilogue, unchanged).
 // Single-row tiles keep prefetch_share (with the step GCC allocated their
 // registers differently and q6k M 1 ran 9% slower from cache).
 inline size_t prefetch_step(size_t len, int n_groups) {
@@ -765,6 +769,7 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
     p.stride = long(t.a->stride);
     const __mmask16 cols = __mmask16((1u << t.cols[0]) - 1);
     float* const y = t.y + t.y_off[0];
+    const size_t pf_step = t.pf_len ? prefetch_step(t.pf_len, g1 - g0) : 0;
 #define SLM_INIT(r) \
     vec::F f##r = first ? vec::zero() : _mm512_maskz_loadu_ps(cols, y + (r) * t.ldy);
     SLM_AMX_ROWS(SLM_INIT)
@@ -781,7 +786,7 @@ void tile(const TileArgs& t, int g0, int g1, bool first) {
         if (g + 1 < g1) product<W, (P + 1) % 3, (P + 1) % 2>();
         if (g < g1) {
             store<P % 3>(p.c[P % 3]);
-            if (t.pf_len) prefetch_share(t.pf[0], t.pf_len, g - g0, g1 - g0);
+            if (t.pf_len) prefetch_step_share(t.pf[0], t.pf_len, pf_step, g - g0);
         }
         if (g > g0 + 1) finish(g - 2, p.c[(P + 1) % 3]);
     };
