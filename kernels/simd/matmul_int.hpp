@@ -375,7 +375,7 @@ inline void prefetch_share(const std::byte* p, size_t len, int g, int n_groups) 
 // none). prefetch_share's two 64-bit divisions per group and panel cost the
 // 6-row VNNI tile 5%: q8 K 2048 / N 2048 M 512 470-473 → 492-496 GOPS
 // (avx512-vnni on the AMX Xeon, one thread, 2026-12-05; M 16 unchanged),
-// and the AMX tiles more (the divisions share port 0 with the epilogue):
+// and the AMX tiles more:
 // q8 K 2048 / N 8192 M 16 / 64 / 512 1206-1275 / 1371-1539 / 1324-1441 →
 // 1363-1394 / 1620-1633 / 1497-1546 GOPS, K 8192 / N 2048 +5-6% (2 threads,
 // two alternated rounds; q4k, bound by its epilogue, unchanged).
