@@ -377,7 +377,7 @@ inline void prefetch_share(const std::byte* p, size_t len, int g, int n_groups) 
 // (avx512-vnni on the AMX Xeon, one thread, 2026-12-05; M 16 unchanged),
 // and the AMX tiles more:
 // q8 K 2048 / N 8192 M 16 / 64 / 512 1206-1275 / 1371-1539 / 1324-1441 →
-// 1363-1394 / 1620-1633 / 1497-1546 GOPS, K 8192 / N 2048 +5-6% (2 threads,
+// 1363-1394 / 1620-1633 / 1497-1546 GOPS, K 8192 / N 2048 +4-12% (2 threads,
 // two alternated rounds; q4k, bound by its epilogue, unchanged).
 // Single-row tiles keep prefetch_share (with the step GCC allocated their
 // registers differently and q6k M 1 ran 9% slower from cache).
